@@ -1,0 +1,44 @@
+import glob
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def jax_cache(tmp_path_factory):
+    """One persistent JAX compilation cache for every script the tests start: SMAX compiles once."""
+    return str(tmp_path_factory.mktemp("jax_cache"))
+
+
+@pytest.fixture
+def run_script(tmp_path, jax_cache):
+    """run_script("mappo.py", "--env-id", "3m", ...) in tmp_path on the CPU -> CompletedProcess (text)."""
+
+    def run(script, *args, timeout=600, check=True, env=None):
+        full_env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache, **(env or {}))
+        cmd = [sys.executable, str(ROOT / script), *map(str, args)]
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env=full_env)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{cmd} exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+        return proc
+
+    return run
+
+
+def run_dirs(root) -> list[str]:
+    return sorted(d for d in glob.glob(str(Path(root) / "runs" / "*")) if os.path.isdir(d))
+
+
+def read_scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
+    """TensorBoard scalars of a run: tag -> [(step, value), ...] in step order."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}

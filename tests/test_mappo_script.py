@@ -1,0 +1,186 @@
+"""mappo.py end to end, as a user runs it: subprocesses on the CPU, TensorBoard logs and checkpoints checked."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, read_scalars, run_dirs
+
+SMALL = ["--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
+TWO_UPDATES = ["--total-timesteps", "256"]  # 4 envs x 32 steps = 128 env steps per update
+
+
+def smaclite_missing() -> str:
+    try:
+        import smaclite  # noqa: F401
+    except Exception as e:  # ImportError, or its Rtree without libspatialindex (OSError)
+        return f"SMAClite not installed ({type(e).__name__}: {e}); see README.md#smaclite"
+    return ""
+
+
+def random_policy_return(env_id: str, episodes: int) -> float:
+    """Mean team return of uniformly random available actions, measured on the same env adapter."""
+    import mappo
+
+    envs = mappo.make_env(env_id, episodes, seed=12345)
+    nxt, rng = envs.reset(), np.random.default_rng(0)
+    total, finished = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+    while not finished.all():
+        actions = (rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1)  # (E,A) uniform over available
+        nxt = envs.step(actions)
+        total += np.where(finished, 0.0, nxt["reward"])
+        finished |= nxt["terminated"] | nxt["truncated"]
+    envs.close()
+    return float(total.mean())
+
+
+def check_smoke(tmp_path, is_smac: bool):
+    [run] = run_dirs(tmp_path)
+    scalars = read_scalars(run)
+    assert [s for s, _ in scalars["charts/SPS"]] == [128, 256]  # two updates, global_step counts env steps
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "popart/std"):
+        assert len(scalars[tag]) == 2 and all(map(lambda sv: sv[1] == sv[1], scalars[tag])), tag  # no NaN
+    assert "eval/episodic_return" in scalars and ("eval/win_rate" in scalars) == is_smac
+    # PPO detail: the ratio is exactly 1 on the first mini-batch of the first epoch, every update
+    assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
+    summary = json.loads((Path(run) / "eval_summary.json").read_text())
+    assert summary["global_step"] == 256 and len(summary["evals"]) == 2
+    return scalars
+
+
+@pytest.mark.parametrize(
+    "env_id, is_smac",
+    [("3m", True), ("simple_spread_v3", False), ("simple_speaker_listener_v4", False), ("simple_reference_v3", False)],
+)
+def test_smoke(run_script, tmp_path, env_id, is_smac):
+    run_script("mappo.py", "--env-id", env_id, *SMALL, *TWO_UPDATES)
+    check_smoke(tmp_path, is_smac)
+
+
+@pytest.mark.skipif(bool(smaclite_missing()), reason=smaclite_missing() or "n/a")
+def test_smoke_smaclite(run_script, tmp_path):
+    run_script("mappo.py", "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
+    scalars = check_smoke(tmp_path, is_smac=True)
+    assert scalars["charts/episodic_length"][0][1] > 0
+
+
+def test_missing_smaclite_prints_install_line(run_script, tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "smaclite.py").write_text("raise ImportError('simulated: SMAClite is absent')\n")
+    proc = run_script("mappo.py", "--env-id", "smaclite/2s3z", check=False, env={"PYTHONPATH": str(shadow)})
+    assert proc.returncode == 2
+    assert "libspatialindex" in proc.stderr and "github.com/uoe-agents/smaclite" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--env-id", "4m_vs_nothing"], "Valid ids"),
+        (["--env-id", "simple_spread_v3", "--num-envs", "0"], "--num-envs must be positive"),
+        (["--env-id", "simple_spread_v3", "--learning-rate", "-1e-3"], "--learning-rate must be positive"),
+        (["--env-id", "simple_spread_v3", "--critic-learning-rate", "0"], "--critic-learning-rate must be positive"),
+    ],
+)
+def test_bad_input_exits_2(run_script, flags, message):
+    proc = run_script("mappo.py", *flags, check=False, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    if "Valid ids" in message:
+        assert "3m" in proc.stderr and "simple_spread_v3" in proc.stderr and "smaclite/" in proc.stderr
+
+
+def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
+    run_script("mappo.py", "--env-id", "3m", *SMALL, *TWO_UPDATES, "--save-model", "--seed", "3")
+    [run] = run_dirs(tmp_path)
+    path = Path(run) / "mappo.pt"
+    ckpt = torch.load(path, weights_only=True)
+    assert ckpt["global_step"] == 256 and ckpt["iteration"] == 2 and ckpt["args"]["seed"] == 3
+    assert {"actor", "critic", "actor_optimizer", "critic_optimizer"} <= set(ckpt)
+    assert "popart.running_mean" in ckpt["critic"] and ckpt["critic"]["popart.debiasing_term"] > 0
+    assert ckpt["actor_optimizer"]["state"]  # Adam moments are saved
+
+    # resume: the checkpoint's args are the defaults, the step counter and the run directory continue
+    run_script("mappo.py", "--resume", path, "--total-timesteps", "512", "--save-model")
+    assert run_dirs(tmp_path) == [run]
+    steps = [s for s, _ in read_scalars(run)["charts/SPS"]]
+    assert steps == [128, 256, 384, 512]
+    resumed = torch.load(path, weights_only=True)
+    assert resumed["global_step"] == 512 and resumed["args"]["seed"] == 3 and resumed["args"]["num_envs"] == 4
+    assert len(resumed["evals"]) == 4
+    assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
+
+    proc = run_script("mappo.py", "--eval-only", path, "--eval-episodes", "8")
+    assert "win_rate=" in proc.stdout and "episodic_return=" in proc.stdout
+    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
+    assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8)
+
+
+def test_not_a_checkpoint_is_refused(run_script, tmp_path):
+    bogus = tmp_path / "bogus.pt"
+    bogus.write_bytes(os.urandom(1000))
+    for flag in ("--eval-only", "--resume"):
+        proc = run_script("mappo.py", flag, bogus, check=False, timeout=120)
+        assert proc.returncode == 2 and "not a cleanmappo checkpoint" in proc.stderr and "Traceback" not in proc.stderr
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)  # a valid torch file, but not ours
+    proc = run_script("mappo.py", "--eval-only", other, check=False, timeout=120)
+    assert proc.returncode == 2 and "not a cleanmappo checkpoint" in proc.stderr
+
+
+def test_same_seed_same_losses(run_script, tmp_path):
+    flags = ["--env-id", "3m", *SMALL, *TWO_UPDATES, "--eval-interval", "0"]
+    run_script("mappo.py", *flags, "--seed", "7", "--exp-name", "first")
+    run_script("mappo.py", *flags, "--seed", "7", "--exp-name", "second")
+    run_script("mappo.py", *flags, "--seed", "8", "--exp-name", "other")
+    first, other, second = (read_scalars(d) for d in run_dirs(tmp_path))
+    tags = ("losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl")
+    for tag in tags:
+        assert first[tag] == second[tag], tag
+    assert any(first[tag] != other[tag] for tag in tags)  # and the seed matters
+
+
+def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
+    """No flags at all (the defaults: SMAX 3m, 10M steps); Ctrl-C after the first update."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "mappo.py")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    deadline = time.time() + 300
+    line = ""
+    while time.time() < deadline and "step" not in line:
+        line = proc.stdout.readline()
+    assert "step 3200/" in line, line  # the first progress line: one update of 8 envs x 400 steps
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [run] = run_dirs(tmp_path)
+    ckpt = torch.load(Path(run) / "mappo.pt", weights_only=True)
+    assert ckpt["global_step"] >= 3200 and ckpt["global_step"] % 3200 == 0 and ckpt["args"]["env_id"] == "3m"
+    assert [s for s, _ in read_scalars(run)["charts/SPS"]][0] == 3200  # logs flushed
+
+
+def test_learns_smax_3m(run_script, tmp_path):
+    """Fixed seed and step budget: greedy eval win rate reaches 0.8 within 480k env steps."""
+    run_script("mappo.py", "--env-id", "3m", "--seed", "1", "--total-timesteps", "480000", "--eval-interval", "5", "--no-cuda")
+    [run] = run_dirs(tmp_path)
+    wins = [v for _, v in read_scalars(run)["eval/win_rate"]]
+    assert max(wins) >= 0.8, wins
+    assert sum(wins[-5:]) / 5 >= 0.6, wins  # and it is no fluke of one evaluation
+
+
+def test_learns_simple_spread(run_script, tmp_path):
+    """Fixed seed and step budget: eval team return improves on the random policy by a clear margin."""
+    run_script("mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "256000", "--eval-interval", "5", "--no-cuda")
+    [run] = run_dirs(tmp_path)
+    returns = [v for _, v in read_scalars(run)["eval/episodic_return"]]
+    random_return = random_policy_return("simple_spread_v3", episodes=64)
+    assert sum(returns[-3:]) / 3 >= random_return + 5.0, (returns, random_return)

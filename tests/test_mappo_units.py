@@ -1,0 +1,115 @@
+import numpy as np
+import pytest
+import torch
+
+import mappo
+
+
+def reference_gae(rewards, values, next_value, terminated, truncated, final_values, gamma, lam):
+    """Element by element, straight from the definitions: delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), where
+    V(s_{t+1}) is 0 after a termination and V(final obs) after a truncation; A_t = sum (gamma lam)^k delta_{t+k}
+    within the episode."""
+    T, E, A = values.shape
+    adv = np.zeros((T, E, A))
+    for e in range(E):
+        for a in range(A):
+            for t in range(T):
+                total, discount = 0.0, 1.0
+                for k in range(t, T):
+                    if terminated[k, e]:
+                        v_next = 0.0
+                    elif truncated[k, e]:
+                        v_next = final_values[k, e, a]
+                    else:
+                        v_next = next_value[e, a] if k == T - 1 else values[k + 1, e, a]
+                    total += discount * (rewards[k, e] + gamma * v_next - values[k, e, a])
+                    if terminated[k, e] or truncated[k, e]:
+                        break
+                    discount *= gamma * lam
+                adv[t, e, a] = total
+    return adv
+
+
+@pytest.mark.parametrize("case", ["termination", "truncation", "both"])
+def test_gae_matches_reference(case):
+    rng = np.random.default_rng(0)
+    T, E, A = 12, 3, 2
+    rewards, values = rng.normal(size=(T, E)), rng.normal(size=(T, E, A))
+    next_value, final_values = rng.normal(size=(E, A)), rng.normal(size=(T, E, A)) * 5
+    terminated, truncated = np.zeros((T, E), bool), np.zeros((T, E), bool)
+    if case in ("termination", "both"):
+        terminated[4, 0] = terminated[9, 1] = True
+    if case in ("truncation", "both"):
+        truncated[6, 0] = truncated[2, 2] = truncated[T - 1, 1] = True
+    t = lambda x: torch.as_tensor(x, dtype=torch.float32) if x.dtype != bool else torch.as_tensor(x)  # noqa: E731
+    adv, ret = mappo.compute_gae(
+        t(rewards), t(values), t(next_value), t(terminated), t(truncated), t(final_values), 0.99, 0.95
+    )
+    expected = reference_gae(rewards, values, next_value, terminated, truncated, final_values, 0.99, 0.95)
+    np.testing.assert_allclose(adv.numpy(), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ret.numpy(), expected + values, rtol=1e-4, atol=1e-4)
+
+
+def test_gae_truncation_bootstraps_and_termination_does_not():
+    T, E, A = 1, 2, 1
+    zeros = torch.zeros((T, E, A))
+    rewards = torch.ones((T, E))
+    final_values = torch.full((T, E, A), 10.0)
+    terminated = torch.tensor([[True, False]])
+    truncated = torch.tensor([[False, True]])
+    adv, _ = mappo.compute_gae(rewards, zeros, torch.full((E, A), 99.0), terminated, truncated, final_values, 0.5, 0.9)
+    assert adv[0, 0, 0].item() == 1.0  # r, no bootstrap
+    assert adv[0, 1, 0].item() == 1.0 + 0.5 * 10.0  # r + gamma V(final obs), not V(next reset obs) = 99
+
+
+def test_death_masking_critic_input_is_zeros_plus_id():
+    E, A, O, S = 2, 3, 4, 5
+    obs, env_state = torch.randn(E, A, O) + 3, torch.randn(E, S) + 3
+    alive = torch.tensor([[True, False, True], [False, True, True]])
+    ids = torch.eye(A)
+    for state_type, width in [("as", S + O + A), ("ep", S + A)]:
+        x = mappo.critic_input(obs, env_state, alive, ids, state_type, death_masking=True)
+        assert x.shape == (E, A, width)
+        for e, a in [(0, 1), (1, 0)]:
+            expected = torch.cat([torch.zeros(width - A), ids[a]])
+            assert torch.equal(x[e, a], expected)
+        assert torch.equal(x[0, 0, :S], env_state[0]) and torch.equal(x[0, 0, S : S + O], obs[0, 0])
+        assert torch.equal(x[0, 2, -A:], ids[2])
+        unmasked = mappo.critic_input(obs, env_state, alive, ids, state_type, death_masking=False)
+        assert torch.equal(unmasked[0, 1, :S], env_state[0])  # without death masking the dead agent sees the state
+
+
+def test_cl_state_is_all_observations():
+    obs = torch.randn(2, 3, 4)
+    x = mappo.critic_input(obs, torch.zeros(2, 12), torch.ones(2, 3, dtype=torch.bool), torch.eye(3), "cl", True)
+    assert x.shape == (2, 3, 12) and torch.equal(x[1, 2], obs[1].reshape(-1)) and torch.equal(x[1, 0], x[1, 2])
+
+
+def test_actor_input_appends_one_hot_id():
+    obs = torch.randn(4, 3, 5)
+    x = mappo.actor_input(obs, torch.eye(3))
+    assert x.shape == (4, 3, 8) and torch.equal(x[2, 1, 5:], torch.tensor([0.0, 1.0, 0.0]))
+
+
+def test_presets_follow_the_paper_and_flags_win():
+    args, _ = mappo.parse_args(["--env-id", "3m"])
+    assert (args.num_envs, args.num_steps, args.learning_rate, args.update_epochs) == (8, 400, 5e-4, 15)
+    assert (args.activation, args.state_type, args.gain, args.num_minibatches) == ("relu", "as", 0.01, 1)
+    assert args.batch_size == 3200 and args.num_iterations == args.total_timesteps // 3200
+    args, _ = mappo.parse_args(["--env-id", "simple_spread_v3"])
+    assert (args.num_envs, args.num_steps, args.learning_rate, args.update_epochs) == (128, 25, 7e-4, 10)
+    assert (args.activation, args.state_type) == ("tanh", "cl")
+    args, _ = mappo.parse_args(["--env-id", "5m_vs_6m"])
+    assert (args.update_epochs, args.num_minibatches, args.gain) == (10, 1, 0.01)
+    assert mappo.SMAC_MAP_PRESETS["MMM2"] == dict(update_epochs=5, num_minibatches=2, gain=1.0)  # SMAClite has MMM2
+    args, _ = mappo.parse_args(["--env-id", "simple_spread_v3", "--update-epochs", "3", "--num-envs", "4"])
+    assert (args.update_epochs, args.num_envs, args.batch_size) == (3, 4, 100)
+
+
+def test_network_init_and_shapes():
+    torch.manual_seed(0)
+    actor, critic = mappo.Actor(10, 6, gain=0.01), mappo.Critic(20)
+    x = torch.randn(7, 10)
+    assert actor(x).shape == (7, 6) and critic(torch.randn(7, 20)).shape == (7,)
+    assert actor(x).abs().max() < 0.2  # gain 0.01 head: near-uniform initial policy
+    assert isinstance(actor.body[0], torch.nn.LayerNorm)  # feature normalisation on the input
