@@ -621,7 +621,9 @@ def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args
 if __name__ == "__main__":
     args, ckpt = parse_args()
     resuming = ckpt is not None and not args.eval_only
-    run_name = ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+    run_name = (
+        ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+    )
 
     # TRY NOT TO MODIFY: seeding
     random.seed(args.seed)
@@ -687,14 +689,15 @@ if __name__ == "__main__":
     alive = torch.zeros((T, E, A), dtype=torch.bool, device=device)
     actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
     logprobs = torch.zeros((T, E, A), device=device)
-    values = torch.zeros((T, E, A), device=device)  # V(s_t), PopArt-normalised during the rollout
-    final_values = torch.zeros((T, E, A), device=device)  # V(final obs) where an episode was truncated at t, likewise
+    final_state = torch.zeros((T, E, A, S), device=device)  # critic input of the final obs where truncated at t
     rewards = torch.zeros((T, E), device=device)
     terminated = torch.zeros((T, E), dtype=torch.bool, device=device)
     truncated = torch.zeros((T, E), dtype=torch.bool, device=device)
 
     def to_device(out: dict) -> tuple[torch.Tensor, ...]:
-        obs_, env_state_, avail_, alive_ = (torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "avail", "alive"))
+        obs_, env_state_, avail_, alive_ = (
+            torch.as_tensor(np.array(out[k]), device=device) for k in ("obs", "env_state", "avail", "alive")
+        )
         return obs_, critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking), avail_, alive_
 
     # TRY NOT TO MODIFY: start the game
@@ -731,7 +734,6 @@ if __name__ == "__main__":
                     dist = MaskedCategorical(actor(actor_input(next_obs, agent_ids)), next_avail)  # (E,A,U)
                     action = dist.sample()  # (E,A)
                     logprobs[step] = dist.log_prob(action)
-                    values[step] = critic(next_state)  # (E,A) normalised: denormalised once after the rollout
                 actions[step] = action
 
                 # TRY NOT TO MODIFY: execute the game and log data.
@@ -742,10 +744,11 @@ if __name__ == "__main__":
                 terminated[step] = torch.from_numpy(out["terminated"]).to(device)
                 truncated[step] = torch.from_numpy(out["truncated"]).to(device)
                 next_obs, next_state, next_avail, next_alive = to_device(out)
-                if out["truncated"].any():  # bootstrap value of the final observation, for GAE
-                    final = dict(obs=out["final_obs"], env_state=out["final_state"], alive=out["final_alive"], avail=out["avail"])
-                    with torch.no_grad():
-                        final_values[step] = critic(to_device(final)[1])
+                if out["truncated"].any():  # keep the final observation: GAE bootstraps from its value
+                    final = dict(
+                        obs=out["final_obs"], env_state=out["final_state"], alive=out["final_alive"], avail=out["avail"]
+                    )
+                    final_state[step] = to_device(final)[1]
                 ep_return += out["reward"]
                 ep_length += 1
                 done = out["terminated"] | out["truncated"]
@@ -755,10 +758,11 @@ if __name__ == "__main__":
                     episode_stats["won"] += out["won"][done].tolist()
                     ep_return[done], ep_length[done] = 0.0, 0
 
-            # ALGO LOGIC: GAE on denormalised values
+            # ALGO LOGIC: values of the whole rollout in one batched forward (the critic did not change), then GAE
             with torch.no_grad():
-                stacked = torch.stack([values, final_values], dim=-1)  # (T,E,A,2)
-                values_dn, final_values_dn = critic.popart.denormalize(stacked).unbind(-1)  # (T,E,A) each
+                values_dn = critic.value(state)  # (T,E,A) denormalised V(s_t)
+                final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
+                final_values_dn[truncated] = critic.value(final_state[truncated])
                 next_value = critic.value(next_state)  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
@@ -882,7 +886,9 @@ if __name__ == "__main__":
                 writer.add_scalar("time/eval", time.time() - eval_start, global_step)
                 info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
             progress.update(task, completed=global_step, info=info)
-            if progress.disable and (iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)):
+            if progress.disable and (
+                iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)
+            ):
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
     except KeyboardInterrupt:
         progress.stop()

@@ -25,7 +25,9 @@ def run_script(tmp_path, jax_cache):
         cmd = [sys.executable, str(ROOT / script), *map(str, args)]
         proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env=full_env)
         if check and proc.returncode != 0:
-            raise AssertionError(f"{cmd} exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+            raise AssertionError(
+                f"{cmd} exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+            )
         return proc
 
     return run

@@ -1,4 +1,5 @@
 """mappo.py end to end, as a user runs it: subprocesses on the CPU, TensorBoard logs and checkpoints checked."""
+
 import json
 import os
 import signal
@@ -152,7 +153,12 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     """No flags at all (the defaults: SMAX 3m, 10M steps); Ctrl-C after the first update."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "mappo.py")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(ROOT / "mappo.py")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     deadline = time.time() + 300
     line = ""
@@ -179,7 +185,18 @@ def test_learns_smax_3m(run_script, tmp_path):
 
 def test_learns_simple_spread(run_script, tmp_path):
     """Fixed seed and step budget: eval team return improves on the random policy by a clear margin."""
-    run_script("mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "256000", "--eval-interval", "5", "--no-cuda")
+    run_script(
+        "mappo.py",
+        "--env-id",
+        "simple_spread_v3",
+        "--seed",
+        "1",
+        "--total-timesteps",
+        "256000",
+        "--eval-interval",
+        "5",
+        "--no-cuda",
+    )
     [run] = run_dirs(tmp_path)
     returns = [v for _, v in read_scalars(run)["eval/episodic_return"]]
     random_return = random_policy_return("simple_spread_v3", episodes=64)
