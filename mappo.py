@@ -58,7 +58,7 @@ class Args:
     wandb_entity: Optional[str] = None
     """the W&B entity (team)"""
     save_model: bool = False
-    """write a checkpoint to runs/{run_name}/mappo.pt at the end (Ctrl-C always writes one)"""
+    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C always writes one)"""
     resume: Optional[str] = None
     """continue the run saved in this checkpoint: its args are the defaults, flags you pass win"""
     eval_only: Optional[str] = None
@@ -79,6 +79,8 @@ class Args:
     """greedy episodes per evaluation [MAPPO: 32 test games]"""
     num_workers: int = 0
     """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
+    num_stacked_frames: int = 1
+    """observations stacked per agent, 1 = none [MAPPO: 4 for its MLP policies on SMAC (Table 12), 1 with a GRU]"""
 
     # algorithm
     learning_rate: float = 5e-4
@@ -214,6 +216,7 @@ def env_presets(env_id: str) -> dict:
 
 def validate(args: Args):
     positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
+    positive += ("num_stacked_frames",)
     positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "gamma", "clip_coef")
     for name in positive:
         if not getattr(args, name) > 0:
@@ -237,6 +240,8 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path!r} is not a cleanmappo checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
     if not isinstance(ckpt, dict) or ckpt.get("format") != "cleanmappo" or "actor" not in ckpt:
         fail(f"{path!r} is not a cleanmappo checkpoint (no 'format': 'cleanmappo' entry)")
+    if ckpt.get("script") != os.path.basename(__file__):
+        fail(f"{path!r} was written by {ckpt.get('script')}, not {os.path.basename(__file__)}")
     return ckpt
 
 
@@ -325,15 +330,15 @@ class SMAXVecEnv:
             return key, st, out
 
         self._reset, self._step = jax.jit(vreset), jax.jit(vstep)
-        self._key, self._state, self._jnp, self._jax = jax.random.PRNGKey(seed), None, jnp, jax
+        self._key, self._state, self._jnp = jax.random.PRNGKey(seed), None, jnp
 
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
-        return self._jax.device_get(out)
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
 
     def step(self, actions: np.ndarray) -> dict:
         self._key, self._state, out = self._step(self._key, self._state, self._jnp.asarray(actions, dtype=np.int32))
-        return self._jax.device_get(out)  # one host copy of everything
+        return {k: np.array(v) for k, v in out.items()}  # one host copy of everything
 
     def close(self):
         pass
@@ -493,15 +498,46 @@ class SMACliteVecEnv:
                 proc.kill()
 
 
-def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+class FrameStack:
+    """Wraps a vec env: each agent's observation becomes its last k observations (E,A,k*O), oldest first; a new
+    episode starts from zeros. The env state is not stacked."""
+
+    def __init__(self, envs, k: int):
+        self.envs, self.k, self.stack = envs, k, None
+        self.num_envs, self.num_agents, self.num_actions = envs.num_envs, envs.num_agents, envs.num_actions
+        self.obs_dim, self.state_dim, self.is_smac = k * envs.obs_dim, envs.state_dim, envs.is_smac
+
+    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)  # (E,A,k,O)
+
+    def reset(self) -> dict:
+        out = self.envs.reset()
+        self.stack = self._push(np.zeros((*out["obs"].shape[:2], self.k, out["obs"].shape[-1]), np.float32), out["obs"])
+        return dict(out, obs=self.stack.reshape(self.num_envs, self.num_agents, -1))
+
+    def step(self, actions: np.ndarray) -> dict:
+        out = self.envs.step(actions)
+        final = self._push(self.stack, out["final_obs"])  # the stack that ends an episode, where one ended
+        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]
+        self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
+        E, A = self.num_envs, self.num_agents
+        return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
+
+    def close(self):
+        self.envs.close()
+
+
+def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
     if env_id in MPE_ENVS:
-        return MPEVecEnv(env_id, num_envs, seed)
-    if env_id.startswith("smaclite/"):
-        return SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
-    return SMAXVecEnv(env_id, num_envs, seed)
+        envs = MPEVecEnv(env_id, num_envs, seed)
+    elif env_id.startswith("smaclite/"):
+        envs = SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
+    else:
+        envs = SMAXVecEnv(env_id, num_envs, seed)
+    return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
-# ALGO LOGIC: inputs of the actor and the centralised critic
+# ALGO LOGIC: inputs of the actor and the critic
 def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
     """obs (...,A,O), agent_ids (A,A) one-hot -> (...,A,O+A): parameter sharing with the agent id"""
     return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
@@ -610,7 +646,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) ->
 
 def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals):
     """Everything --resume needs, as plain tensors and Python values (loads with weights_only=True)."""
-    ckpt = dict(format="cleanmappo", script="mappo", actor=actor.state_dict(), critic=critic.state_dict())
+    ckpt = dict(format="cleanmappo", script=os.path.basename(__file__), actor=actor.state_dict(), critic=critic.state_dict())
     ckpt.update(actor_optimizer=actor_optimizer.state_dict(), critic_optimizer=critic_optimizer.state_dict())
     ckpt.update(args=asdict(args), global_step=global_step, iteration=iteration, run_name=run_name, evals=evals)
     tmp = f"{path}.tmp"
@@ -633,11 +669,13 @@ if __name__ == "__main__":
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     # env setup
-    eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers)
+    eval_envs = make_env(
+        args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
+    )
     A, U = eval_envs.num_agents, eval_envs.num_actions
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
-    obs_dim, state_dim = eval_envs.obs_dim, {"as": eval_envs.state_dim + eval_envs.obs_dim + A}.get(args.state_type)
-    state_dim = state_dim or {"ep": eval_envs.state_dim + A, "cl": A * eval_envs.obs_dim}[args.state_type]
+    obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
+    state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
 
     actor = Actor(obs_dim + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain)
     critic = Critic(state_dim, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
@@ -678,13 +716,14 @@ if __name__ == "__main__":
         "hyperparameters",
         "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
     )
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM too: checkpoint, flush, exit
+    envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+        signal.signal(sig, signal.default_int_handler)  # -> KeyboardInterrupt: checkpoint, flush, exit
 
     # ALGO LOGIC: storage setup
     T, E, S = args.num_steps, args.num_envs, state_dim
     obs = torch.zeros((T, E, A, obs_dim), device=device)
-    state = torch.zeros((T, E, A, S), device=device)  # agent-specific global state (critic input)
+    state = torch.zeros((T, E, A, S), device=device)  # critic input
     avail_actions = torch.zeros((T, E, A, U), dtype=torch.bool, device=device)
     alive = torch.zeros((T, E, A), dtype=torch.bool, device=device)
     actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
@@ -696,7 +735,7 @@ if __name__ == "__main__":
 
     def to_device(out: dict) -> tuple[torch.Tensor, ...]:
         obs_, env_state_, avail_, alive_ = (
-            torch.as_tensor(np.array(out[k]), device=device) for k in ("obs", "env_state", "avail", "alive")
+            torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "avail", "alive")
         )
         return obs_, critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking), avail_, alive_
 
@@ -892,7 +931,7 @@ if __name__ == "__main__":
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
     except KeyboardInterrupt:
         progress.stop()
-        path = f"runs/{run_name}/mappo.pt"
+        path = f"runs/{run_name}/{args.exp_name}.pt"
         last_full = iteration if done_step == global_step else iteration - 1
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, last_full, run_name, evals)
         writer.close()
@@ -903,7 +942,7 @@ if __name__ == "__main__":
     progress.stop()
 
     if args.save_model:
-        path = f"runs/{run_name}/mappo.pt"
+        path = f"runs/{run_name}/{args.exp_name}.pt"
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
         print(f"model saved to {path}")
     if evals:  # the paper's protocol: the median of the last 10 evaluations

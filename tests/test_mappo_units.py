@@ -113,3 +113,41 @@ def test_network_init_and_shapes():
     assert actor(x).shape == (7, 6) and critic(torch.randn(7, 20)).shape == (7,)
     assert actor(x).abs().max() < 0.2  # gain 0.01 head: near-uniform initial policy
     assert isinstance(actor.body[0], torch.nn.LayerNorm)  # feature normalisation on the input
+
+
+class CountingEnv:
+    """2 envs, 1 agent, obs = [t] at step t of each episode; env 1's episode ends after its second step."""
+
+    num_envs, num_agents, num_actions, obs_dim, state_dim, is_smac = 2, 1, 2, 1, 1, False
+
+    def reset(self):
+        self.t = np.zeros(2)
+        return self._out()
+
+    def _out(self):
+        obs = self.t.reshape(2, 1, 1).astype(np.float32)
+        return dict(obs=obs, env_state=obs[:, 0], avail=np.ones((2, 1, 2), bool), alive=np.ones((2, 1), bool))
+
+    def step(self, actions):
+        self.t += 1
+        done = np.array([False, self.t[1] == 2])
+        final_obs = self.t.reshape(2, 1, 1).astype(np.float32)
+        self.t[done] = 0
+        out = self._out()
+        out.update(reward=np.zeros(2, np.float32), terminated=done, truncated=np.zeros(2, bool), won=np.zeros(2, bool))
+        return dict(out, final_obs=final_obs, final_state=final_obs[:, 0], final_alive=np.ones((2, 1), bool))
+
+
+def test_frame_stack_order_and_episode_reset():
+    envs = mappo.FrameStack(CountingEnv(), k=3)
+    assert envs.obs_dim == 3
+    out = envs.reset()
+    np.testing.assert_array_equal(out["obs"][:, 0], [[0, 0, 0], [0, 0, 0]])
+    out = envs.step(np.zeros((2, 1)))
+    np.testing.assert_array_equal(out["obs"][:, 0], [[0, 0, 1], [0, 0, 1]])  # oldest first
+    out = envs.step(np.zeros((2, 1)))
+    np.testing.assert_array_equal(out["obs"][0, 0], [0, 1, 2])
+    np.testing.assert_array_equal(out["obs"][1, 0], [0, 0, 0])  # env 1 started a new episode: zeros + its first obs
+    np.testing.assert_array_equal(out["final_obs"][1, 0], [0, 1, 2])  # the stack that ended env 1's episode
+    out = envs.step(np.zeros((2, 1)))
+    np.testing.assert_array_equal(out["obs"][:, 0], [[1, 2, 3], [0, 0, 1]])

@@ -1,0 +1,104 @@
+"""Summarise benchmark runs: reads runs/*/eval_summary.json under a results folder, writes summary.md (the paper's
+protocol: per seed the median of the last 10 evaluations, then median and std over seeds), summary.json and curves.png.
+
+    python benchmark/summarize.py benchmark/results/mappo
+"""
+
+import glob
+import json
+import os
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+# MAPPO paper, Table 1 (REFERENCE.md): median win rate % on StarCraft II SMAC. SMAX is a re-implementation, so these
+# are targets of shape, not exact numbers.
+PAPER_MAPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 75.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 96.9}
+
+
+def first_reaching(evals, key, threshold):
+    """(step, wall seconds) of the first evaluation with evals[key] >= threshold, or None."""
+    return next(((e["step"], e["wall_time"]) for e in evals if e[key] >= threshold), None)
+
+
+def load(results_dir):
+    runs = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(results_dir, "runs", "*", "eval_summary.json"))):
+        with open(path) as f:
+            summary = json.load(f)
+        summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
+        runs[(summary["script"], summary["env_id"])].append(summary)
+    return runs
+
+
+def main(results_dir):
+    runs = load(results_dir)
+    if not runs:
+        sys.exit(f"no runs/*/eval_summary.json under {results_dir}")
+    lines = [
+        "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std | paper MAPPO |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    table = []
+    for (script, env_id), summaries in sorted(runs.items()):
+        is_smac = not env_id.startswith("simple_")
+        key = "median_win_rate" if is_smac else "median_return"
+        scores = np.array([s[key] * (100 if is_smac else 1) for s in summaries])
+        paper = PAPER_MAPPO.get(env_id.removeprefix("smaclite/"), "") if is_smac else ""
+        per_seed = ", ".join(f"{x:.1f}" if is_smac else f"{x:.2f}" for x in scores)
+        steps = sorted({s["global_step"] for s in summaries})
+        metric = "win rate %" if is_smac else "team return"
+        median, std = np.median(scores), scores.std()
+        lines.append(
+            f"| {script} | {env_id} | {len(scores)} | {'/'.join(map(str, steps))} | {metric} | {per_seed} "
+            f"| {median:.2f} | {std:.2f} | {paper} |"
+        )
+        row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
+        row.update(median=float(median), std=float(std), metric=metric, env_steps=steps)
+        if is_smac:
+            row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]
+            row["first_0.95"] = [first_reaching(s["evals"], "win_rate", 0.95) for s in summaries]
+        table.append(row)
+    reach = [
+        f"- {r['script']} {r['env_id']}: eval win rate first >= 0.8 at (step, s) {r['first_0.8']}; "
+        f">= 0.95 at {r['first_0.95']}"
+        for r in table
+        if "first_0.8" in r
+    ]
+    md = "\n".join(lines + [""] + reach) + "\n"
+    with open(os.path.join(results_dir, "summary.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(results_dir, "summary.json"), "w") as f:
+        json.dump(table, f, indent=1)
+    plot(runs, os.path.join(results_dir, "curves.png"))
+    print(md + f"wrote {results_dir}/summary.md, summary.json, curves.png")
+
+
+def plot(runs, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = sorted({env for _, env in runs})
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.5), squeeze=False)
+    for ax, env_id in zip(axes[0], envs):
+        is_smac = not env_id.startswith("simple_")
+        key = "win_rate" if is_smac else "episodic_return"
+        for (script, env), summaries in sorted(runs.items()):
+            if env != env_id:
+                continue
+            for i, s in enumerate(summaries):
+                steps = [e["step"] for e in s["evals"]]
+                ax.plot(steps, [e[key] for e in s["evals"]], lw=0.8, label=f"{script} seed {s['seed']}")
+        ax.set_title(env_id)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("eval win rate" if is_smac else "eval team return")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "benchmark/results/mappo")

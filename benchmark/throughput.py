@@ -1,0 +1,107 @@
+"""mappo.py's training throughput next to raw env stepping (uniformly random available actions) at the same number
+of envs, measured in one run of this script, and where an iteration's time goes.
+
+    python benchmark/throughput.py [--env-ids 3m simple_spread_v3 smaclite/2s3z] [--iterations 8]
+
+Writes benchmark/results/throughput.md and .json. Both sides run on the CPU here unless --cuda is passed.
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import mappo  # noqa: E402
+
+
+def raw_sps(env_id: str, num_envs: int, steps: int, seed: int = 0) -> float:
+    """Env steps per second of the vectorised adapter that mappo.py trains on, random available actions."""
+    envs = mappo.make_env(env_id, num_envs, seed)
+    rng = np.random.default_rng(seed)
+    nxt = envs.reset()
+    for i in range(steps + 20):
+        if i == 20:  # after warm-up (SMAX compiles on the first call)
+            start = time.perf_counter()
+        nxt = envs.step((rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1))
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return steps * num_envs / elapsed
+
+
+def train_sps(env_id: str, iterations: int, extra: list[str]) -> dict:
+    """Steady-state SPS of mappo.py (first iteration, with JIT compilation, excluded) and its time split."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    args, _ = mappo.parse_args(["--env-id", env_id])
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, os.path.join(ROOT, "mappo.py"), "--env-id", env_id, "--eval-interval", "0"]
+        cmd += ["--total-timesteps", str(iterations * args.batch_size), *extra]
+        subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)
+        acc = EventAccumulator(glob.glob(os.path.join(tmp, "runs", "*"))[0])
+        acc.Reload()
+        sps = acc.Scalars("charts/SPS")
+        steady = (sps[-1].step - sps[0].step) / (sps[-1].wall_time - sps[0].wall_time)
+        mean = {tag: float(np.mean([e.value for e in acc.Scalars(tag)][1:])) for tag in ("time/env", "time/update")}
+    iteration = args.batch_size / steady
+    return dict(
+        num_envs=args.num_envs,
+        batch=args.batch_size,
+        sps=steady,
+        iteration_s=iteration,
+        env_s=mean["time/env"],
+        update_s=mean["time/update"],
+        other_s=iteration - mean["time/env"] - mean["time/update"],
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env-ids", nargs="+", default=["3m", "simple_spread_v3", "smaclite/2s3z"])
+    parser.add_argument("--iterations", type=int, default=8, help="training iterations per env (the first is excluded)")
+    parser.add_argument("--raw-steps", type=int, default=0, help="raw steps per env (0: as many as the training run)")
+    parser.add_argument("--cuda", action="store_true", help="train on the GPU (raw stepping is always on the CPU)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "throughput"))
+    opts = parser.parse_args()
+    rows = []
+    for env_id in opts.env_ids:
+        if env_id.startswith("smaclite/"):
+            try:
+                import smaclite  # noqa: F401
+            except Exception as e:
+                print(f"skipping {env_id}: SMAClite is not installed ({e})")
+                continue
+        train = train_sps(env_id, opts.iterations, ["--cuda" if opts.cuda else "--no-cuda"])
+        steps = opts.raw_steps or (opts.iterations - 1) * train["batch"] // train["num_envs"]
+        raw = raw_sps(env_id, train["num_envs"], steps)
+        rows.append(dict(env_id=env_id, raw_sps=raw, ratio=train["sps"] / raw, **train))
+        print(json.dumps(rows[-1]), flush=True)
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on {'cuda' if opts.cuda else 'cpu'}: "
+        f"`python benchmark/throughput.py --env-ids {' '.join(opts.env_ids)} --iterations {opts.iterations}`",
+        "",
+        "| env | envs | raw env SPS | mappo.py SPS | ratio | s / iteration: env | update | rest (inference, storage, GAE) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['env_id']} | {r['num_envs']} | {r['raw_sps']:.0f} | {r['sps']:.0f} | {r['ratio']:.2f} "
+            f"| {r['env_s']:.3f} | {r['update_s']:.3f} | {r['other_s']:.3f} |"
+        )
+    os.makedirs(os.path.dirname(opts.out), exist_ok=True)
+    with open(opts.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(opts.out + ".json", "w") as f:
+        json.dump(rows, f, indent=1)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
