@@ -7,7 +7,6 @@ os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves 
 import argparse
 import contextlib
 import importlib
-import io
 import json
 import math
 import multiprocessing as mp
@@ -66,7 +65,7 @@ class Args:
 
     # env
     env_id: str = "3m"
-    """a SMAX map (3m, 2s3z, 5m_vs_6m, MMM2, ...), smaclite/<map>, or an MPE task (simple_spread_v3, ...)"""
+    """a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), or an MPE task (simple_spread_v3, ...)"""
     num_envs: int = 8
     """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
     num_steps: int = 400
@@ -180,8 +179,24 @@ def fail(message: str):
     raise SystemExit(2)
 
 
+@contextlib.contextmanager
+def quiet():
+    """Silences stdout down to file descriptor 1: importing jaxmarl swaps sys.stdout and prints about optional
+    submodules; SMAClite prints which RVO2 port it uses."""
+    sys.stdout.flush()
+    saved_fd, saved_stdout = os.dup(1), sys.stdout
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
 def smax_maps() -> list[str]:
-    with contextlib.redirect_stdout(io.StringIO()):  # jaxmarl prints about optional submodules on import
+    with quiet():
         from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
     return sorted(MAP_NAME_TO_SCENARIO)
 
@@ -278,7 +293,7 @@ class SMAXVecEnv:
         import jax
         import jax.numpy as jnp
 
-        with contextlib.redirect_stdout(io.StringIO()):
+        with quiet():
             from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
         # the env kwargs of JaxMARL's SMAX baselines
         env = HeuristicEnemySMAX(
@@ -404,7 +419,7 @@ def smaclite_worker(remote, map_name: str, seeds: list[int], time_limit: int):
     import gymnasium as gym
     import smaclite  # noqa: F401
 
-    with contextlib.redirect_stdout(io.StringIO()):  # SMAClite prints which RVO2 port it uses
+    with quiet():
         envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=time_limit) for _ in seeds]
 
     def observe(env, obs):
@@ -455,7 +470,7 @@ class SMACliteVecEnv:
         import gymnasium as gym
 
         smaclite_maps()  # exits with the install line when SMAClite is missing
-        with contextlib.redirect_stdout(io.StringIO()):
+        with quiet():
             u = gym.make(f"smaclite/{map_name}-v0").unwrapped
         self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
         self.state_dim, self.num_actions = u.state_size, u.n_actions
