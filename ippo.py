@@ -658,6 +658,20 @@ def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args
     os.replace(tmp, path)  # never leave half a checkpoint behind
 
 
+def write_eval_summary(path: str, args: Args, global_step: int, evals: list) -> None:
+    """The paper's protocol: the median of the last 10 evaluations, printed and written as JSON with every evaluation."""
+    if not evals:
+        return
+    last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
+    summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
+    summary.update(median_win_rate=float(np.median(last[:, 1])), median_return=float(np.median(last[:, 2])))
+    summary["evals"] = [dict(zip(("step", "win_rate", "episodic_return", "wall_time"), e)) for e in evals]
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"median of the last {len(last)} evaluations: win rate {summary['median_win_rate']:.3f}, ", end="")
+    print(f"return {summary['median_return']:.3f} ({path})", flush=True)
+
+
 if __name__ == "__main__":
     args, ckpt = parse_args()
     resuming = ckpt is not None and not args.eval_only
@@ -745,6 +759,7 @@ if __name__ == "__main__":
 
     # TRY NOT TO MODIFY: start the game
     start_time, train_time, start_step = time.time(), 0.0, global_step
+    start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
     next_obs, next_state, next_avail, next_alive = to_device(envs.reset())
     ep_return, ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
     episode_stats = {"return": [], "length": [], "won": []}
@@ -938,6 +953,7 @@ if __name__ == "__main__":
         path = f"runs/{run_name}/{args.exp_name}.pt"
         last_full = iteration if done_step == global_step else iteration - 1
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, last_full, run_name, evals)
+        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
         writer.close()
         envs.close()
         eval_envs.close()
@@ -949,17 +965,7 @@ if __name__ == "__main__":
         path = f"runs/{run_name}/{args.exp_name}.pt"
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
         print(f"model saved to {path}")
-    if evals:  # the paper's protocol: the median of the last 10 evaluations
-        last = np.array(evals[-10:])
-        summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=time.time() - start_time)
-        summary.update(median_win_rate=float(np.median(last[:, 1])), median_return=float(np.median(last[:, 2])))
-        summary["evals"] = [dict(zip(("step", "win_rate", "episodic_return", "wall_time"), e)) for e in evals]
-        with open(f"runs/{run_name}/eval_summary.json", "w") as f:
-            json.dump(summary, f, indent=1)
-        print(
-            f"median of the last {len(last)} evaluations: win rate {summary['median_win_rate']:.3f}, "
-            f"return {summary['median_return']:.3f} (runs/{run_name}/eval_summary.json)"
-        )
+    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
     envs.close()
     eval_envs.close()
     writer.close()

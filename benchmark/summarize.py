@@ -60,9 +60,13 @@ def main(results_dir):
             row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]
             row["first_0.95"] = [first_reaching(s["evals"], "win_rate", 0.95) for s in summaries]
         table.append(row)
+
+    def when(points):
+        return ", ".join("never" if p is None else f"step {p[0]} ({p[1]:.0f} s)" for p in points)
+
     reach = [
-        f"- {r['script']} {r['env_id']}: eval win rate first >= 0.8 at (step, s) {r['first_0.8']}; "
-        f">= 0.95 at {r['first_0.95']}"
+        f"- {r['script']} {r['env_id']}: a single evaluation first reached win rate 0.8 at {when(r['first_0.8'])}; "
+        f"0.95 at {when(r['first_0.95'])} (per seed; wall time since the start of the run)"
         for r in table
         if "first_0.8" in r
     ]

@@ -172,6 +172,8 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     ckpt = torch.load(Path(run) / "mappo.pt", weights_only=True)
     assert ckpt["global_step"] >= 3200 and ckpt["global_step"] % 3200 == 0 and ckpt["args"]["env_id"] == "3m"
     assert [s for s, _ in read_scalars(run)["charts/SPS"]][0] == 3200  # logs flushed
+    summary = json.loads((Path(run) / "eval_summary.json").read_text())  # and the evaluations so far
+    assert summary["evals"][0]["step"] == 3200 and summary["env_id"] == "3m"
 
 
 def test_learns_smax_3m(run_script, tmp_path):
