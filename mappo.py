@@ -137,7 +137,7 @@ class Args:
     batch_size: int = field(default=0, init=False)
     """(computed) num_envs * num_steps env steps per rollout"""
     minibatch_size: int = field(default=0, init=False)
-    """(computed) agent-steps per mini-batch: batch_size * num_agents // num_minibatches"""
+    """(computed) agent-steps per mini-batch: ceil(batch_size * num_agents / num_minibatches)"""
     num_iterations: int = field(default=0, init=False)
     """(computed) total_timesteps // batch_size"""
 
@@ -702,6 +702,9 @@ if __name__ == "__main__":
         args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
     )
     A, U = eval_envs.num_agents, eval_envs.num_actions
+    args.minibatch_size = math.ceil(args.batch_size * A / args.num_minibatches)
+    if args.num_minibatches > args.batch_size * A:
+        fail(f"--num-minibatches {args.num_minibatches} exceeds the {args.batch_size * A} agent-steps of a rollout")
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
     state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
@@ -857,8 +860,7 @@ if __name__ == "__main__":
 
             # Optimizing the policy and value network
             update_start = time.time()
-            B = b_actions.shape[0]
-            minibatch_size = args.minibatch_size = B // args.num_minibatches
+            B, minibatch_size = b_actions.shape[0], args.minibatch_size
             clipfracs, first_ratio_dev = [], 0.0
             for epoch in range(args.update_epochs):
                 b_inds = torch.randperm(B, device=device)

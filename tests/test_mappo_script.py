@@ -89,6 +89,7 @@ def test_missing_smaclite_prints_install_line(run_script, tmp_path):
         (["--env-id", "simple_spread_v3", "--num-envs", "0"], "--num-envs must be positive"),
         (["--env-id", "simple_spread_v3", "--learning-rate", "-1e-3"], "--learning-rate must be positive"),
         (["--env-id", "simple_spread_v3", "--critic-learning-rate", "0"], "--critic-learning-rate must be positive"),
+        (["--env-id", "simple_spread_v3", "--num-envs", "2", "--num-steps", "5", "--num-minibatches", "31"], "exceeds"),
     ],
 )
 def test_bad_input_exits_2(run_script, flags, message):
