@@ -1,5 +1,7 @@
 """Summarise benchmark runs: reads runs/*/eval_summary.json under a results folder, writes summary.md (the paper's
-protocol: per seed the median of the last 10 evaluations, then median and std over seeds), summary.json and curves.png.
+protocol: per seed the median of the last 10 evaluations, then median and std over seeds; and per script the IQM of
+those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interval, the marl-eval protocol),
+summary.json, marl_eval.json (marl-eval's raw-data layout) and curves.png.
 
     python benchmark/summarize.py benchmark/results/mappo
 """
@@ -15,6 +17,35 @@ import numpy as np
 # MAPPO paper, Table 1 (REFERENCE.md): median win rate % on StarCraft II SMAC. SMAX is a re-implementation, so these
 # are targets of shape, not exact numbers.
 PAPER_MAPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 75.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 96.9}
+
+
+def iqm(x) -> float:
+    """Interquartile mean: the mean of the middle half, after dropping the lowest and highest 25% (rounded down)."""
+    x = np.sort(np.ravel(x))
+    cut = int(0.25 * len(x))
+    return float(x[cut : len(x) - cut].mean())
+
+
+def stratified_bootstrap_ci(scores_per_task: list, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of the IQM over all runs: each replicate resamples the seeds within every task, with replacement."""
+    rng = np.random.default_rng(seed)
+    stats = [iqm(np.concatenate([rng.choice(t, size=len(t)) for t in scores_per_task])) for _ in range(reps)]
+    return float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
+
+
+def marl_eval_json(runs) -> dict:
+    """{env: {task: {algorithm: {run_i: {step_k: {step_count, metric: [v]}, absolute_metrics: {metric: [v]}}}}}}"""
+    out = {}
+    for (script, env_id), summaries in sorted(runs.items()):
+        is_smac = not env_id.startswith("simple_")
+        metric, key = ("win_rate", "median_win_rate") if is_smac else ("episodic_return", "median_return")
+        family = "smaclite" if env_id.startswith("smaclite/") else ("smax" if is_smac else "mpe")
+        task = out.setdefault(family, {}).setdefault(env_id.removeprefix("smaclite/"), {}).setdefault(script, {})
+        for i, s in enumerate(summaries):
+            run = {f"step_{k}": {"step_count": e["step"], metric: [e[metric]]} for k, e in enumerate(s["evals"])}
+            run["absolute_metrics"] = {metric: [s[key]]}
+            task[f"run_{i}"] = run
+    return out
 
 
 def first_reaching(evals, key, threshold):
@@ -64,6 +95,16 @@ def main(results_dir):
     def when(points):
         return ", ".join("never" if p is None else f"step {p[0]} ({p[1]:.0f} s)" for p in points)
 
+    scripts = sorted({script for script, _ in runs})
+    for script in scripts:
+        smac = [np.array(r["scores"]) / 100 for r in table if r["script"] == script and r["metric"] == "win rate %"]
+        if smac:
+            low, high = stratified_bootstrap_ci(smac)
+            lines.append(
+                f"\n{script}: IQM of the SMAC win rates over {sum(map(len, smac))} runs ({len(smac)} maps) = "
+                f"{100 * iqm(np.concatenate(smac)):.1f}%, 95% stratified-bootstrap interval [{100 * low:.1f}, {100 * high:.1f}]"
+            )
+            table.append(dict(script=script, iqm=iqm(np.concatenate(smac)), iqm_ci=[low, high]))
     reach = [
         f"- {r['script']} {r['env_id']}: a single evaluation first reached win rate 0.8 at {when(r['first_0.8'])}; "
         f"0.95 at {when(r['first_0.95'])} (per seed; wall time since the start of the run)"
@@ -75,6 +116,8 @@ def main(results_dir):
         f.write(md)
     with open(os.path.join(results_dir, "summary.json"), "w") as f:
         json.dump(table, f, indent=1)
+    with open(os.path.join(results_dir, "marl_eval.json"), "w") as f:
+        json.dump(marl_eval_json(runs), f)
     plot(runs, os.path.join(results_dir, "curves.png"))
     print(md + f"wrote {results_dir}/summary.md, summary.json, curves.png")
 

@@ -1,0 +1,81 @@
+"""benchmark/summarize.py on a hand-made results folder: known medians, known IQM, the files it writes."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmark"))
+import summarize  # noqa: E402
+
+# per (map, seed): the win rates of the last 10 evaluations; two earlier evaluations of 0 come before them
+LAST10 = {
+    ("3m", 1): [0.2] * 10,
+    ("3m", 2): [0.4] * 4 + [0.5] * 6,  # median 0.5
+    ("3m", 3): [0.6] * 10,
+    ("2s3z", 1): [0.8] * 10,
+    ("2s3z", 2): [1.0] * 3 + [0.9] * 7,  # median 0.9
+    ("2s3z", 3): [1.0] * 10,
+}
+
+
+def write_run(root, env_id, seed, wins, returns=None):
+    evals = [0.0, 0.0] + list(wins)
+    returns = returns or [w * 2 for w in evals]
+    last_w, last_r = np.array(evals[-10:]), np.array(returns[-10:])
+    summary = dict(env_id=env_id, seed=seed, global_step=3200 * len(evals), wall_time=10.0 * len(evals))
+    summary.update(median_win_rate=float(np.median(last_w)), median_return=float(np.median(last_r)))
+    summary["evals"] = [
+        dict(step=3200 * (i + 1), win_rate=w, episodic_return=r, wall_time=10.0 * (i + 1))
+        for i, (w, r) in enumerate(zip(evals, returns))
+    ]
+    run = root / "runs" / f"{env_id}__mappo__{seed}__0"
+    run.mkdir(parents=True)
+    (run / "eval_summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture
+def results(tmp_path):
+    for (env_id, seed), wins in LAST10.items():
+        write_run(tmp_path, env_id, seed, wins)
+    write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
+    summarize.main(str(tmp_path))
+    return tmp_path
+
+
+def test_paper_table_medians(results):
+    rows = {(r["script"], r.get("env_id")): r for r in json.loads((results / "summary.json").read_text())}
+    assert rows[("mappo", "3m")]["scores"] == pytest.approx([20.0, 50.0, 60.0])
+    assert rows[("mappo", "3m")]["median"] == pytest.approx(50.0)
+    assert rows[("mappo", "3m")]["std"] == pytest.approx(np.std([20.0, 50.0, 60.0]))
+    assert rows[("mappo", "2s3z")]["median"] == pytest.approx(90.0)
+    assert rows[("mappo", "simple_spread_v3")]["median"] == pytest.approx(-19.0)  # median of 5 x -20, 5 x -18
+    assert rows[("mappo", "3m")]["first_0.8"] == [None, None, None]
+    assert rows[("mappo", "2s3z")]["first_0.8"][0] == [3 * 3200, 30.0]  # the third evaluation, after 30 s
+    md = (results / "summary.md").read_text()
+    assert "| mappo | 3m | 3 |" in md and "| 100.0 |" in md  # the paper's number next to ours
+
+
+def test_iqm_and_bootstrap(results):
+    # six runs: 0.2, 0.5, 0.6, 0.8, 0.9, 1.0 -> drop one at each end -> mean(0.5, 0.6, 0.8, 0.9) = 0.7
+    assert summarize.iqm([0.2, 0.5, 0.6, 0.8, 0.9, 1.0]) == pytest.approx(0.7)
+    assert summarize.iqm([1, 2, 3, 4, 5, 6, 7, 100]) == pytest.approx(4.5)  # robust to the outlier
+    [row] = [r for r in json.loads((results / "summary.json").read_text()) if "iqm" in r]
+    assert row["iqm"] == pytest.approx(0.7)
+    low, high = row["iqm_ci"]
+    assert low <= 0.7 <= high and 0.2 <= low < high <= 1.0
+    constant = summarize.stratified_bootstrap_ci([np.full(3, 0.5), np.full(3, 0.9)])
+    assert constant == pytest.approx((0.7, 0.7))  # no spread within tasks: a degenerate interval at the IQM
+
+
+def test_marl_eval_json_and_plot(results):
+    data = json.loads((results / "marl_eval.json").read_text())
+    runs = data["smax"]["3m"]["mappo"]
+    assert sorted(runs) == ["run_0", "run_1", "run_2"]
+    assert runs["run_1"]["absolute_metrics"]["win_rate"] == [0.5]
+    assert runs["run_1"]["step_11"] == {"step_count": 12 * 3200, "win_rate": [0.5]}
+    assert data["mpe"]["simple_spread_v3"]["mappo"]["run_0"]["absolute_metrics"]["episodic_return"] == [-19.0]
+    assert (results / "curves.png").stat().st_size > 10_000
