@@ -106,8 +106,8 @@ def main(results_dir):
             )
             table.append(dict(script=script, iqm=iqm(np.concatenate(smac)), iqm_ci=[low, high]))
     reach = [
-        f"- {r['script']} {r['env_id']}: a single evaluation first reached win rate 0.8 at {when(r['first_0.8'])}; "
-        f"0.95 at {when(r['first_0.95'])} (per seed; wall time since the start of the run)"
+        f"- {r['script']} {r['env_id']}, first single evaluation with win rate >= 0.8: {when(r['first_0.8'])}; "
+        f">= 0.95: {when(r['first_0.95'])} (per seed; wall time since the start of the run)"
         for r in table
         if "first_0.8" in r
     ]

@@ -47,7 +47,7 @@ def test_smoke(run_script, tmp_path, env_id, is_smac):
 
 @pytest.mark.skipif(bool(smaclite_missing()), reason=smaclite_missing() or "n/a")
 def test_smoke_smaclite(run_script, tmp_path):
-    run_script("ippo.py", "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2")
+    run_script("ippo.py", "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
     check_smoke(tmp_path, is_smac=True)
 
 
