@@ -263,8 +263,8 @@ def load_checkpoint(path: str) -> dict:
 def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id."""
     pre = argparse.ArgumentParser(add_help=False)
-    for name in ("--env-id", "--resume", "--eval-only"):
-        pre.add_argument(name, name.replace("-", "_").replace("__", "--"))
+    for name, alias in (("--env-id", "--env_id"), ("--resume", "--resume"), ("--eval-only", "--eval_only")):
+        pre.add_argument(name, alias)
     known, _ = pre.parse_known_args(argv)
     ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
     init_names = [f.name for f in fields(Args) if f.init]
@@ -276,7 +276,8 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         defaults = Args(env_id=env_id, **env_presets(env_id))
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
     args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
-    env_presets(args.env_id)  # exits 2 on an unknown id
+    if ckpt is not None:
+        env_presets(args.env_id)  # exits 2 on an unknown id (the presets path checked it already)
     validate(args)
     return args, ckpt
 
@@ -374,8 +375,8 @@ class MPEVecEnv:
         E, A = num_envs, len(self.agents)
         self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, max(obs_dims), max(act_dims)
         self.state_dim, self.obs_dims, self.seed, self.seeded = A * self.obs_dim, obs_dims, seed, False
-        self.avail = np.arange(self.num_actions)[None, None, :] < np.array(act_dims)[None, :, None]  # (1,A,U)
-        self.avail = np.broadcast_to(self.avail, (E, A, self.num_actions))
+        avail = np.arange(self.num_actions)[None, None, :] < np.array(act_dims)[None, :, None]  # (1,A,U)
+        self.avail = np.ascontiguousarray(np.broadcast_to(avail, (E, A, self.num_actions)))  # constant: made once
 
     def _write_obs(self, buf: np.ndarray, i: int, obs: dict):
         for j, a in enumerate(self.agents):
@@ -383,7 +384,7 @@ class MPEVecEnv:
 
     def _pack(self, obs: np.ndarray) -> dict:
         E, A = self.num_envs, self.num_agents
-        return dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail.copy(), alive=np.ones((E, A), dtype=bool))
+        return dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=np.ones((E, A), dtype=bool))
 
     def reset(self) -> dict:
         obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)

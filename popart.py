@@ -87,7 +87,7 @@ class MaskedCategorical:
     def sample(self) -> torch.Tensor:
         """Gumbel-max sampling -> (...,) int64 actions, always available ones."""
         u = torch.rand_like(self.logits).clamp_(min=torch.finfo(self.logits.dtype).tiny)
-        return mask_logits(self.logits - torch.log(-torch.log(u)), self.avail_actions).argmax(-1)
+        return (self.logits - torch.log(-torch.log(u))).argmax(-1)  # masked logits stay at the dtype's minimum
 
     def mode(self) -> torch.Tensor:
         """Greedy action: (...,) int64."""

@@ -1,13 +1,12 @@
-"""ippo.py: MAPPO with a decentralised critic. The same checks as mappo.py, plus the critic's input."""
+"""ippo.py: MAPPO with a decentralised critic. Its smoke runs are in test_mappo_script.py; here the critic's input."""
 
 from pathlib import Path
 
-import pytest
 import torch
 
 import ippo
 from conftest import read_scalars, run_dirs
-from test_mappo_script import SMALL, TWO_UPDATES, check_smoke, smaclite_missing
+from test_mappo_script import SMALL
 
 
 def test_critic_input_is_local_observation_and_id():
@@ -34,21 +33,6 @@ def test_critic_width_in_checkpoints(run_script, tmp_path):
         assert ckpt["actor"]["body.0.weight"].shape == (78,)
     proc = run_script("ippo.py", "--eval-only", path, check=False)  # mappo's checkpoint: refused, not a traceback
     assert proc.returncode == 2 and "written by mappo.py" in proc.stderr
-
-
-@pytest.mark.parametrize(
-    "env_id, is_smac",
-    [("3m", True), ("simple_spread_v3", False), ("simple_speaker_listener_v4", False), ("simple_reference_v3", False)],
-)
-def test_smoke(run_script, tmp_path, env_id, is_smac):
-    run_script("ippo.py", "--env-id", env_id, *SMALL, *TWO_UPDATES)
-    check_smoke(tmp_path, is_smac)
-
-
-@pytest.mark.skipif(bool(smaclite_missing()), reason=smaclite_missing() or "n/a")
-def test_smoke_smaclite(run_script, tmp_path):
-    run_script("ippo.py", "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
-    check_smoke(tmp_path, is_smac=True)
 
 
 def test_learns_smax_3m(run_script, tmp_path):

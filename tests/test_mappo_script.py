@@ -56,18 +56,20 @@ def check_smoke(tmp_path, is_smac: bool):
     return scalars
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
 @pytest.mark.parametrize(
     "env_id, is_smac",
     [("3m", True), ("simple_spread_v3", False), ("simple_speaker_listener_v4", False), ("simple_reference_v3", False)],
 )
-def test_smoke(run_script, tmp_path, env_id, is_smac):
-    run_script("mappo.py", "--env-id", env_id, *SMALL, *TWO_UPDATES)
+def test_smoke(run_script, tmp_path, script, env_id, is_smac):
+    run_script(script, "--env-id", env_id, *SMALL, *TWO_UPDATES)
     check_smoke(tmp_path, is_smac)
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
 @pytest.mark.skipif(bool(smaclite_missing()), reason=smaclite_missing() or "n/a")
-def test_smoke_smaclite(run_script, tmp_path):
-    run_script("mappo.py", "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
+def test_smoke_smaclite(run_script, tmp_path, script):
+    run_script(script, "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
     scalars = check_smoke(tmp_path, is_smac=True)
     assert scalars["charts/episodic_length"][0][1] > 0
 
