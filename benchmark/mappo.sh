@@ -30,7 +30,7 @@ for env in $ENV_IDS; do
   for seed in $(seq 1 "$NUM_SEEDS"); do
     steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
     log="${env//\//-}_seed${seed}.log"
-    echo "cd '$OUT' && '$PYTHON' '$root/mappo.py' --env-id $env --seed $seed --total-timesteps $steps $EXTRA > $log 2>&1"
+    echo "cd '$OUT' && '$PYTHON' '$root/$SCRIPT' --env-id $env --seed $seed --total-timesteps $steps $EXTRA > $log 2>&1"
   done
 done | xargs -P "$WORKERS" -I{} bash -c "{} || echo 'failed: {}' >&2"
 "$PYTHON" benchmark/summarize.py "$OUT"

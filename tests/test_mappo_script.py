@@ -56,7 +56,7 @@ def check_smoke(tmp_path, is_smac: bool):
     return scalars
 
 
-@pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
 @pytest.mark.parametrize(
     "env_id, is_smac",
     [("3m", True), ("simple_spread_v3", False), ("simple_speaker_listener_v4", False), ("simple_reference_v3", False)],
@@ -66,7 +66,7 @@ def test_smoke(run_script, tmp_path, script, env_id, is_smac):
     check_smoke(tmp_path, is_smac)
 
 
-@pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
 @pytest.mark.skipif(bool(smaclite_missing()), reason=smaclite_missing() or "n/a")
 def test_smoke_smaclite(run_script, tmp_path, script):
     run_script(script, "--env-id", "smaclite/2s3z", *SMALL, *TWO_UPDATES, "--num-workers", "2", "--eval-interval", "1")
@@ -92,20 +92,24 @@ def test_missing_smaclite_prints_install_line(run_script, tmp_path):
         (["--env-id", "simple_spread_v3", "--learning-rate", "-1e-3"], "--learning-rate must be positive"),
         (["--env-id", "simple_spread_v3", "--critic-learning-rate", "0"], "--critic-learning-rate must be positive"),
         (["--env-id", "simple_spread_v3", "--num-envs", "2", "--num-steps", "5", "--num-minibatches", "31"], "exceeds"),
+        (["--env-id", "3m", "--data-chunk-length", "0"], "--data-chunk-length must be positive"),
+        (["--env-id", "simple_spread_v3", "--num-envs", "2", "--num-steps", "25", "--num-minibatches", "19"], "chunks"),
     ],
 )
 def test_bad_input_exits_2(run_script, flags, message):
-    proc = run_script("mappo.py", *flags, check=False, timeout=120)
+    script = "mappo_rnn.py" if "chunk" in message else "mappo.py"
+    proc = run_script(script, *flags, check=False, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     if "Valid ids" in message:
         assert "3m" in proc.stderr and "simple_spread_v3" in proc.stderr and "smaclite/" in proc.stderr
 
 
-def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
-    run_script("mappo.py", "--env-id", "3m", *SMALL, *TWO_UPDATES, "--save-model", "--seed", "3")
+@pytest.mark.parametrize("script", ["mappo.py", "mappo_rnn.py"])
+def test_checkpoint_save_resume_eval_only(run_script, tmp_path, script):
+    run_script(script, "--env-id", "3m", *SMALL, *TWO_UPDATES, "--save-model", "--seed", "3")
     [run] = run_dirs(tmp_path)
-    path = Path(run) / "mappo.pt"
+    path = Path(run) / script.replace(".py", ".pt")
     ckpt = torch.load(path, weights_only=True)
     assert ckpt["global_step"] == 256 and ckpt["iteration"] == 2 and ckpt["args"]["seed"] == 3
     assert {"actor", "critic", "actor_optimizer", "critic_optimizer"} <= set(ckpt)
@@ -113,7 +117,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     assert ckpt["actor_optimizer"]["state"]  # Adam moments are saved
 
     # resume: the checkpoint's args are the defaults, the step counter and the run directory continue
-    run_script("mappo.py", "--resume", path, "--total-timesteps", "512", "--save-model")
+    run_script(script, "--resume", path, "--total-timesteps", "512", "--save-model")
     assert run_dirs(tmp_path) == [run]
     steps = [s for s, _ in read_scalars(run)["charts/SPS"]]
     assert steps == [128, 256, 384, 512]
@@ -122,7 +126,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     assert len(resumed["evals"]) == 4
     assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
 
-    proc = run_script("mappo.py", "--eval-only", path, "--eval-episodes", "8")
+    proc = run_script(script, "--eval-only", path, "--eval-episodes", "8")
     assert "win_rate=" in proc.stdout and "episodic_return=" in proc.stdout
     win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
     assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8)

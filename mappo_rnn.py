@@ -1,0 +1,1064 @@
+# mappo_rnn.py: MAPPO with GRU actor and critic, trained by chunks (BPTT). Diff base: mappo.py. Details: README.md#mappo_rnnpy
+import os
+
+os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
+os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
+
+import argparse
+import contextlib
+import importlib
+import json
+import math
+import multiprocessing as mp
+import random
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Literal, Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from torch.utils.tensorboard import SummaryWriter
+
+from popart import MaskedCategorical, PopArt, masked_mean
+
+
+@dataclass
+class Args:
+    """Recurrent MAPPO (Yu et al. 2022): MLP -> GRU actor and critic. Defaults are the paper's, per env family; any flag
+    you pass wins.
+
+    | arg                  | SMAC/SMAX (paper)  | MPE (paper)            | source              |
+    |----------------------|--------------------|------------------------|---------------------|
+    | num-envs x num-steps | 8 x 400            | 128 x 25               | Tables 5, 6         |
+    | learning-rate        | 5e-4               | 7e-4                   | Tables 11, 12       |
+    | update-epochs        | 15 (map table)     | 10 spread, 15 others   | Tables 11, 12       |
+    | activation           | relu               | tanh spread/speaker    | Tables 11, 12       |
+    | state-type           | as                 | cl                     | Sections 4.2, 5     |
+    | data-chunk-length    | 10                 | 10                     | Table 3             |
+    | gamma / gae-lambda / clip / value clip / Huber delta / grad clip: 0.99 / 0.95 / 0.2 / 0.2 / 10 / 10 (Table 3) |
+    """
+
+    # experiment
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment, part of the run name"""
+    seed: int = 1
+    """seed of random, numpy, torch and the envs (env i gets seed + i)"""
+    torch_deterministic: bool = True
+    """sets `torch.backends.cudnn.deterministic`"""
+    cuda: bool = True
+    """train on the GPU when CUDA is available"""
+    track: bool = False
+    """log to Weights and Biases (tensorboard is always written to runs/)"""
+    wandb_project_name: str = "cleanmappo"
+    """the W&B project"""
+    wandb_entity: Optional[str] = None
+    """the W&B entity (team)"""
+    save_model: bool = False
+    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C always writes one)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint: its args are the defaults, flags you pass win"""
+    eval_only: Optional[str] = None
+    """evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit"""
+
+    # env
+    env_id: str = "3m"
+    """a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), or an MPE task (simple_spread_v3, ...)"""
+    num_envs: int = 8
+    """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
+    num_steps: int = 400
+    """steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]"""
+    total_timesteps: int = 10_000_000
+    """env steps to train for [MAPPO: at most 10M on SMAC (Section 5)]"""
+    eval_interval: int = 1
+    """evaluate every this many updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]"""
+    eval_episodes: int = 32
+    """greedy episodes per evaluation [MAPPO: 32 test games]"""
+    num_workers: int = 0
+    """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
+    num_stacked_frames: int = 1
+    """observations stacked per agent, 1 = none [MAPPO: 4 for its MLP policies on SMAC (Table 12), 1 with a GRU]"""
+
+    # algorithm
+    learning_rate: float = 5e-4
+    """actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]"""
+    critic_learning_rate: float = 5e-4
+    """critic learning rate [MAPPO: same as the actor's]"""
+    anneal_lr: bool = False
+    """linearly anneal both learning rates to 0 [MAPPO: off]"""
+    gamma: float = 0.99
+    """discount [MAPPO: 0.99 (Table 3)]"""
+    gae_lambda: float = 0.95
+    """GAE lambda [MAPPO: 0.95 (Table 3)]"""
+    num_minibatches: int = 1
+    """mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]"""
+    update_epochs: int = 15
+    """PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]"""
+    norm_adv: bool = True
+    """normalise advantages over the active agent-steps of the batch [MAPPO: on]"""
+    clip_coef: float = 0.2
+    """PPO ratio clip [MAPPO: 0.2 (Table 3)]"""
+    clip_vloss: bool = True
+    """clip the value change around the rollout's value, by clip-coef [MAPPO: value clip 0.2 (Table 3)]"""
+    ent_coef: float = 0.01
+    """entropy bonus [MAPPO: 0.01]"""
+    vf_coef: float = 1.0
+    """value loss weight [MAPPO: 1, separate actor and critic optimisers]"""
+    max_grad_norm: float = 10.0
+    """gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]"""
+    use_huber: bool = True
+    """Huber value loss; off: squared error [MAPPO: Huber (Table 3)]"""
+    huber_delta: float = 10.0
+    """Huber delta [MAPPO: 10 (Table 3)]"""
+    use_popart: bool = True
+    """PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]"""
+    hidden_dim: int = 64
+    """width of the hidden layers [MAPPO: 64 (Tables 5, 6)]"""
+    num_layers: int = 2
+    """hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]"""
+    activation: Literal["relu", "tanh"] = "relu"
+    """hidden activation [MAPPO: ReLU SMAC (Table 12); Tanh spread and speaker-listener (Table 11)]"""
+    use_feature_norm: bool = True
+    """LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]"""
+    gain: float = 0.01
+    """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]"""
+    state_type: Literal["as", "ep", "cl"] = "as"
+    """critic input: as = env state + own obs + id, ep = env state + id, cl = all obs [MAPPO: as SMAC, cl MPE]"""
+    death_masking: bool = True
+    """a dead agent's critic input is zeros + its agent id [MAPPO: on, Suggestion 5]"""
+    policy_active_masks: bool = True
+    """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
+    value_active_masks: bool = False
+    """leave dead agents' steps out of the value loss [MAPPO: off, train_smac.sh passes the store_false flag]"""
+
+    data_chunk_length: int = 10
+    """BPTT chunk length: each agent's rollout is cut into chunks of this many steps [MAPPO: 10 (Table 3)]"""
+
+    # computed
+    batch_size: int = field(default=0, init=False)
+    """(computed) num_envs * num_steps env steps per rollout"""
+    minibatch_size: int = field(default=0, init=False)
+    """(computed) chunks per mini-batch: ceil(ceil(num_steps / data_chunk_length) * num_envs * num_agents / num_minibatches)"""
+    num_iterations: int = field(default=0, init=False)
+    """(computed) total_timesteps // batch_size"""
+
+    def __post_init__(self):
+        self.batch_size = self.num_envs * self.num_steps
+        self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
+
+
+MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
+SMAC_PRESET = dict(num_envs=8, num_steps=400, learning_rate=5e-4, critic_learning_rate=5e-4, update_epochs=15)
+SMAC_PRESET.update(num_minibatches=1, gain=0.01, activation="relu", state_type="as", eval_interval=1)
+MPE_PRESET = dict(SMAC_PRESET, num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
+# MAPPO Table 12: per-map epochs, mini-batches and head gain (maps not listed: 15, 1, 0.01)
+SMAC_MAP_PRESETS = {
+    **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
+    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
+    "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
+}
+MPE_TASK_PRESETS = {  # MAPPO Table 11
+    "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
+    "simple_reference_v3": dict(update_epochs=15, activation="relu"),
+    "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
+}
+# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
+SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
+SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
+SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
+SMACLITE_INSTALL = (
+    "SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system library\n"
+    "that its Rtree dependency needs:\n"
+    "  sudo apt-get install libspatialindex-dev\n"
+    "  pip install Rtree==1.0.0 scikit-learn\n"
+    "  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git\n"
+    "(--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce.)"
+)
+
+
+def fail(message: str):
+    """Bad input: a message on stderr and exit status 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silences stdout down to file descriptor 1: importing jaxmarl swaps sys.stdout and prints about optional
+    submodules; SMAClite prints which RVO2 port it uses."""
+    sys.stdout.flush()
+    saved_fd, saved_stdout = os.dup(1), sys.stdout
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def smax_maps() -> list[str]:
+    with quiet():
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    return sorted(MAP_NAME_TO_SCENARIO)
+
+
+def smaclite_maps() -> list[str]:
+    try:
+        import gymnasium as gym
+        import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+    except ImportError:
+        fail(SMACLITE_INSTALL)
+    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
+
+
+def env_presets(env_id: str) -> dict:
+    """The paper's settings for env_id; exits 2 with the list of valid ids when env_id is unknown."""
+    if env_id in MPE_ENVS:
+        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+    if env_id.startswith("smaclite/"):
+        map_name = env_id[len("smaclite/") :]
+        if map_name not in smaclite_maps():
+            fail(f"unknown SMAClite map {map_name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in smaclite_maps()))
+        return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(map_name, {}), "eval_interval": 5}
+    if env_id not in smax_maps():
+        fail(
+            f"unknown --env-id {env_id!r}. Valid ids:\n  SMAX: {', '.join(smax_maps())}\n  MPE: {', '.join(MPE_ENVS)}\n"
+            "  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
+        )
+    return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(env_id, {})}
+
+
+def validate(args: Args):
+    positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
+    positive += ("num_stacked_frames", "data_chunk_length")
+    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "gamma", "clip_coef")
+    for name in positive:
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("eval_interval", "num_workers", "ent_coef", "vf_coef", "max_grad_norm", "huber_delta"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if not 0 <= args.gae_lambda <= 1:
+        fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
+    if args.total_timesteps < args.batch_size and not args.eval_only:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout (num-envs * num-steps = {args.batch_size})")
+
+
+def load_checkpoint(path: str) -> dict:
+    """Loads a checkpoint with weights_only=True; anything else exits 2 with a message."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        fail(f"checkpoint {path!r} does not exist")
+    except Exception as e:
+        fail(f"{path!r} is not a cleanmappo checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+    if not isinstance(ckpt, dict) or ckpt.get("format") != "cleanmappo" or "actor" not in ckpt:
+        fail(f"{path!r} is not a cleanmappo checkpoint (no 'format': 'cleanmappo' entry)")
+    if ckpt.get("script") != os.path.basename(__file__):
+        fail(f"{path!r} was written by {ckpt.get('script')}, not {os.path.basename(__file__)}")
+    return ckpt
+
+
+def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
+    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id."""
+    pre = argparse.ArgumentParser(add_help=False)
+    for name, alias in (("--env-id", "--env_id"), ("--resume", "--resume"), ("--eval-only", "--eval_only")):
+        pre.add_argument(name, alias)
+    known, _ = pre.parse_known_args(argv)
+    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
+    init_names = [f.name for f in fields(Args) if f.init]
+    if ckpt is not None:
+        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in init_names})
+        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
+    else:
+        env_id = known.env_id or Args.env_id
+        defaults = Args(env_id=env_id, **env_presets(env_id))
+    args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
+    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
+    if ckpt is not None:
+        env_presets(args.env_id)  # exits 2 on an unknown id (the presets path checked it already)
+    validate(args)
+    return args, ckpt
+
+
+# ENV ADAPTERS: every backend steps all its envs in one call and returns numpy arrays
+# reset() -> obs (E,A,O), env_state (E,S), avail (E,A,U) bool, alive (E,A) bool
+# step(actions (E,A)) -> the same for the next step (after auto-reset), plus reward (E,) team reward,
+#   terminated (E,) side wiped out, truncated (E,) time limit, won (E,), and final_obs/final_state/final_alive:
+#   the last observation of an episode that ended at this step, before the reset (bootstrapping on truncation)
+class SMAXVecEnv:
+    """JaxMARL SMAX vs its heuristic enemy: num_envs envs in one jitted, vmapped call, one host copy per step."""
+
+    is_smac = True
+
+    def __init__(self, map_name: str, num_envs: int, seed: int):
+        import jax
+        import jax.numpy as jnp
+
+        with quiet():
+            from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+        # the env kwargs of JaxMARL's SMAX baselines
+        env = HeuristicEnemySMAX(
+            scenario=map_name_to_scenario(map_name), see_enemy_actions=True, walls_cause_death=True, attack_mode="closest"
+        )
+        A = env.num_allies
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
+        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
+
+        def observe(st):
+            obs = env.get_obs(st)
+            avail = env.get_avail_actions(st)
+            return dict(
+                obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
+                env_state=env.get_world_state(st),  # (S,)
+                avail=jnp.stack([avail[a] for a in env.agents]).astype(bool),  # (A,U)
+                alive=st.state.unit_alive[:A],  # (A,)
+            )
+
+        def reset_one(key):
+            _, st = env.reset(key)
+            return st, observe(st)
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
+            final = observe(st)
+            allies_dead = ~st.state.unit_alive[:A].any()
+            enemies_dead = ~st.state.unit_alive[A:].any()
+            terminated = allies_dead | enemies_dead
+            reset_st, reset_obs = reset_one(reset_key)
+            done = dones["__all__"]
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            nxt = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_obs, final)
+            out = dict(nxt, reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
+            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
+            return st, dict(out, final_alive=final["alive"])
+
+        def vreset(key):
+            key, sub = jax.random.split(key)
+            st, out = jax.vmap(reset_one)(jax.random.split(sub, num_envs))
+            return key, st, out
+
+        def vstep(key, st, actions):
+            key, sub = jax.random.split(key)
+            st, out = jax.vmap(step_one)(jax.random.split(sub, num_envs), st, actions)
+            return key, st, out
+
+        self._reset, self._step = jax.jit(vreset), jax.jit(vstep)
+        self._key, self._state, self._jnp = jax.random.PRNGKey(seed), None, jnp
+
+    def reset(self) -> dict:
+        self._key, self._state, out = self._reset(self._key)
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+
+    def step(self, actions: np.ndarray) -> dict:
+        self._key, self._state, out = self._step(self._key, self._state, self._jnp.asarray(actions, dtype=np.int32))
+        return {k: np.array(v) for k, v in out.items()}  # one host copy of everything
+
+    def close(self):
+        pass
+
+
+class MPEVecEnv:
+    """PettingZoo MPE (mpe2), parallel API, discrete actions. Agents are padded to the largest obs and action
+    sizes (padded actions unavailable); the team reward is the mean of the agents' rewards; env state = all obs."""
+
+    is_smac = False
+
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        module = importlib.import_module(f"mpe2.{env_id}")
+        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
+        self.agents = self.envs[0].possible_agents
+        obs_dims = [self.envs[0].observation_space(a).shape[0] for a in self.agents]
+        act_dims = [int(self.envs[0].action_space(a).n) for a in self.agents]
+        E, A = num_envs, len(self.agents)
+        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, max(obs_dims), max(act_dims)
+        self.state_dim, self.obs_dims, self.seed, self.seeded = A * self.obs_dim, obs_dims, seed, False
+        avail = np.arange(self.num_actions)[None, None, :] < np.array(act_dims)[None, :, None]  # (1,A,U)
+        self.avail = np.ascontiguousarray(np.broadcast_to(avail, (E, A, self.num_actions)))  # constant: made once
+
+    def _write_obs(self, buf: np.ndarray, i: int, obs: dict):
+        for j, a in enumerate(self.agents):
+            buf[i, j, : self.obs_dims[j]] = obs[a]
+
+    def _pack(self, obs: np.ndarray) -> dict:
+        E, A = self.num_envs, self.num_agents
+        return dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=np.ones((E, A), dtype=bool))
+
+    def reset(self) -> dict:
+        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)
+        for i, env in enumerate(self.envs):
+            self._write_obs(obs, i, env.reset(seed=None if self.seeded else self.seed + i)[0])
+        self.seeded = True
+        return self._pack(obs)
+
+    def step(self, actions: np.ndarray) -> dict:
+        E, A = self.num_envs, self.num_agents
+        obs = np.zeros((E, A, self.obs_dim), dtype=np.float32)
+        final_obs = np.zeros_like(obs)
+        reward, terminated, truncated = np.zeros(E, dtype=np.float32), np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
+        for i, (env, acts) in enumerate(zip(self.envs, actions.tolist())):
+            o, r, term, trunc, _ = env.step(dict(zip(self.agents, acts)))
+            reward[i] = sum(r.values()) / A
+            terminated[i], truncated[i] = all(term.values()), all(trunc.values()) and not all(term.values())
+            if terminated[i] or truncated[i]:
+                self._write_obs(final_obs, i, o)
+                o = env.reset()[0]
+            self._write_obs(obs, i, o)
+        out = self._pack(obs)
+        out.update(reward=reward, terminated=terminated, truncated=truncated, won=np.zeros(E, dtype=bool))
+        out.update(final_obs=final_obs, final_state=final_obs.reshape(E, -1), final_alive=np.ones((E, A), dtype=bool))
+        return out
+
+    def close(self):
+        for env in self.envs:
+            env.close()
+
+
+def smaclite_worker(remote, map_name: str, seeds: list[int], time_limit: int):
+    """Steps a slice of SMAClite envs in a child process; answers 'reset', 'step' and 'close' on its pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
+    import gymnasium as gym
+    import smaclite  # noqa: F401
+
+    with quiet():
+        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=time_limit) for _ in seeds]
+
+    def observe(env, obs):
+        u = env.unwrapped
+        alive = np.zeros(u.n_agents, dtype=bool)
+        alive[list(u.agents)] = True
+        return np.stack(obs), u.get_state(), np.stack(u.get_avail_actions()) > 0, alive
+
+    def pack(rows):
+        return {k: np.stack(v) for k, v in zip(("obs", "env_state", "avail", "alive"), zip(*rows))}
+
+    try:
+        while True:
+            cmd, data = remote.recv()
+            if cmd == "reset":
+                remote.send(pack([observe(env, env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]))
+            elif cmd == "step":
+                rows, finals, extra = [], [], []
+                for env, acts in zip(envs, data.tolist()):
+                    obs, reward, term, trunc, info = env.step(acts)
+                    row = observe(env, obs)
+                    finals.append(row)
+                    if term or trunc:
+                        row = observe(env, env.reset()[0])
+                    rows.append(row)
+                    extra.append((reward, term, trunc and not term, info.get("battle_won", False)))
+                out = pack(rows)
+                final = pack(finals)
+                out.update(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+                for k, v in zip(("reward", "terminated", "truncated", "won"), zip(*extra)):
+                    out[k] = np.array(v, dtype=np.float32 if k == "reward" else bool)
+                remote.send(out)
+            elif cmd == "close":
+                break
+    except (EOFError, BrokenPipeError):  # the parent is gone
+        pass
+    finally:
+        for env in envs:
+            env.close()
+
+
+class SMACliteVecEnv:
+    """SMAClite (pure Python, slow): envs split over worker processes that step in parallel."""
+
+    is_smac = True
+
+    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
+        import gymnasium as gym
+
+        smaclite_maps()  # exits with the install line when SMAClite is missing
+        with quiet():
+            u = gym.make(f"smaclite/{map_name}-v0").unwrapped
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
+        self.state_dim, self.num_actions = u.state_size, u.n_actions
+        num_workers = min(num_envs, num_workers or os.cpu_count() or 1)
+        ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
+        slices = np.array_split(np.arange(num_envs), num_workers)
+        self.slices, self.remotes, self.procs = slices, [], []
+        for idx in slices:
+            parent, child = ctx.Pipe()
+            args = (child, map_name, [seed + int(i) for i in idx], SMAC_EPISODE_LIMITS.get(map_name, 200))
+            proc = ctx.Process(target=smaclite_worker, args=args, daemon=True)  # daemon: dies with the run
+            proc.start()
+            child.close()
+            self.remotes.append(parent)
+            self.procs.append(proc)
+
+    def _gather(self) -> dict:
+        parts = [remote.recv() for remote in self.remotes]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def reset(self) -> dict:
+        for remote in self.remotes:
+            remote.send(("reset", None))
+        return self._gather()
+
+    def step(self, actions: np.ndarray) -> dict:
+        for remote, idx in zip(self.remotes, self.slices):
+            remote.send(("step", actions[idx]))
+        return self._gather()
+
+    def close(self):
+        for remote in self.remotes:
+            with contextlib.suppress(OSError):
+                remote.send(("close", None))
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+
+
+class FrameStack:
+    """Wraps a vec env: each agent's observation becomes its last k observations (E,A,k*O), oldest first; a new
+    episode starts from zeros. The env state is not stacked."""
+
+    def __init__(self, envs, k: int):
+        self.envs, self.k, self.stack = envs, k, None
+        self.num_envs, self.num_agents, self.num_actions = envs.num_envs, envs.num_agents, envs.num_actions
+        self.obs_dim, self.state_dim, self.is_smac = k * envs.obs_dim, envs.state_dim, envs.is_smac
+
+    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)  # (E,A,k,O)
+
+    def reset(self) -> dict:
+        out = self.envs.reset()
+        self.stack = self._push(np.zeros((*out["obs"].shape[:2], self.k, out["obs"].shape[-1]), np.float32), out["obs"])
+        return dict(out, obs=self.stack.reshape(self.num_envs, self.num_agents, -1))
+
+    def step(self, actions: np.ndarray) -> dict:
+        out = self.envs.step(actions)
+        final = self._push(self.stack, out["final_obs"])  # the stack that ends an episode, where one ended
+        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]
+        self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
+        E, A = self.num_envs, self.num_agents
+        return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
+
+    def close(self):
+        self.envs.close()
+
+
+def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
+    if env_id in MPE_ENVS:
+        envs = MPEVecEnv(env_id, num_envs, seed)
+    elif env_id.startswith("smaclite/"):
+        envs = SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
+    else:
+        envs = SMAXVecEnv(env_id, num_envs, seed)
+    return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
+
+
+# ALGO LOGIC: inputs of the actor and the critic
+def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
+    """obs (...,A,O), agent_ids (A,A) one-hot -> (...,A,O+A): parameter sharing with the agent id"""
+    return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
+
+
+def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_masking: bool) -> torch.Tensor:
+    """obs (E,A,O), env_state (E,S_env), alive (E,A) bool, agent_ids (A,A) -> agent-specific global state (E,A,S)"""
+    E, A, _ = obs.shape
+    if state_type == "as":  # MAPPO Suggestion 2: env state + the agent's own features
+        features = torch.cat([env_state.unsqueeze(1).expand(E, A, -1), obs], dim=-1)  # (E,A,S_env+O)
+    elif state_type == "ep":
+        features = env_state.unsqueeze(1).expand(E, A, -1)  # (E,A,S_env)
+    else:  # cl: the concatenation of all local observations, the MPE global state of the paper
+        features = obs.reshape(E, 1, -1).expand(E, A, -1)  # (E,A,A*O)
+    if death_masking:  # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
+        features = features * alive.unsqueeze(-1).to(features.dtype)
+    if state_type == "cl":
+        return features
+    return torch.cat([features, agent_ids.expand(E, A, A)], dim=-1)
+
+
+def layer_init(layer: nn.Linear, gain: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+    torch.nn.init.orthogonal_(layer.weight, gain)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def mlp(in_dim: int, hidden_dim: int, num_layers: int, activation: str, use_feature_norm: bool) -> nn.Sequential:
+    """[LayerNorm] -> (Linear -> act -> LayerNorm) x num_layers, as the MAPPO code's MLPBase"""
+    act, gain = (nn.ReLU, np.sqrt(2)) if activation == "relu" else (nn.Tanh, 5.0 / 3.0)  # calculate_gain
+    layers = [nn.LayerNorm(in_dim)] if use_feature_norm else []
+    for i in range(num_layers):
+        layers += [layer_init(nn.Linear(in_dim if i == 0 else hidden_dim, hidden_dim), gain), act(), nn.LayerNorm(hidden_dim)]
+    return nn.Sequential(*layers)
+
+
+def gru_cell(hidden_dim: int) -> nn.GRUCell:
+    """The MAPPO code's RNNLayer init: orthogonal weights, zero biases"""
+    cell = nn.GRUCell(hidden_dim, hidden_dim)
+    for name, param in cell.named_parameters():
+        nn.init.orthogonal_(param) if "weight" in name else nn.init.zeros_(param)
+    return cell
+
+
+def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t begins an episode,
+    so the hidden state is zeroed before it -> (T,...,H) the hidden state after each step"""
+    out = []
+    for t in range(x.shape[0]):
+        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)  # a new episode starts from zeros
+        h = cell(x[t].reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1])).view(h.shape)
+        out.append(h)
+    return torch.stack(out)
+
+
+class Actor(nn.Module):
+    """MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
+
+    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01):
+        super().__init__()
+        self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
+        self.gru, self.gru_norm = gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)
+        self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> logits (T,...,U), hidden states after each step (T,...,H)"""
+        out = gru_scan(self.gru, self.body(x), h, starts)
+        return self.head(self.gru_norm(out)), out
+
+
+class Critic(nn.Module):
+    """MLP -> GRU -> LayerNorm -> PopArt value head"""
+
+    def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True):
+        super().__init__()
+        self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
+        self.gru, self.gru_norm = gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)
+        self.popart = PopArt(hidden_dim, 1)  # identity statistics unless --use-popart updates them
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> normalised values (T,...), hidden states after each step (T,...,H)"""
+        out = gru_scan(self.gru, self.body(x), h, starts)
+        return self.popart(self.gru_norm(out)).squeeze(-1), out
+
+    def value(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
+        """as forward, with the values in return units"""
+        v, out = self.forward(x, h, starts)
+        return self.popart.denormalize(v.unsqueeze(-1)).squeeze(-1), out
+
+
+def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
+    """(T,E,A,...) -> (C, K*E*A, ...): each agent's rollout cut into K = ceil(T/C) chunks of C steps, the last one
+    zero-padded at its end (padded steps are masked out of the losses)"""
+    T, C = x.shape[0], chunk_length
+    K = math.ceil(T / C)
+    x = torch.cat([x, x.new_zeros((K * C - T, *x.shape[1:]))]) if K * C > T else x
+    return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])  # chunk index = (k, e, a)
+
+
+def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
+    """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool, final_values (T,E,A)
+    -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
+    final observation; after a termination it does not bootstrap at all."""
+    T = rewards.shape[0]
+    advantages = torch.zeros_like(values)
+    lastgaelam = torch.zeros_like(next_value)
+    for t in reversed(range(T)):
+        next_values = next_value if t == T - 1 else values[t + 1]  # be careful: values[t+1] may start a new episode
+        next_values = torch.where(truncated[t].unsqueeze(-1), final_values[t], next_values)
+        bootstrap = (~terminated[t]).unsqueeze(-1).to(values.dtype)
+        episode_goes_on = (~(terminated[t] | truncated[t])).unsqueeze(-1).to(values.dtype)
+        delta = rewards[t].unsqueeze(-1) + gamma * next_values * bootstrap - values[t]
+        lastgaelam = delta + gamma * gae_lambda * episode_goes_on * lastgaelam
+        advantages[t] = lastgaelam
+    return advantages, advantages + values
+
+
+def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Tensor:
+    """Elementwise Huber(delta) or 0.5 * error^2 [MAPPO: Huber, delta 10]"""
+    if use_huber:
+        return nn.functional.huber_loss(error, torch.zeros_like(error), reduction="none", delta=delta)
+    return 0.5 * error**2
+
+
+@torch.no_grad()
+def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) -> tuple[float, float]:
+    """Greedy evaluation, every episode from a zero hidden state: each env plays its first ceil(N/E) episodes (no bias
+    to short ones), the first N count. Returns (win rate, mean team return)."""
+    per_env = math.ceil(num_episodes / envs.num_envs)
+    results = [[] for _ in range(envs.num_envs)]
+    ep_return = np.zeros(envs.num_envs)
+    nxt = envs.reset()
+    actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.gru.hidden_size), device=device)  # (E,A,H)
+    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
+    while min(len(r) for r in results) < per_env:
+        x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
+        logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
+        actor_h = actor_hs[0]
+        action = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device)).mode()  # (E,A)
+        nxt = envs.step(action.cpu().numpy())
+        starts[0] = torch.from_numpy(nxt["terminated"] | nxt["truncated"]).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
+        ep_return += nxt["reward"]
+        for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
+            if len(results[e]) < per_env:
+                results[e].append((float(nxt["won"][e]), ep_return[e]))
+            ep_return[e] = 0.0
+    episodes = [results[e][k] for k in range(per_env) for e in range(envs.num_envs)][:num_episodes]
+    wins, returns = zip(*episodes)
+    return float(np.mean(wins)), float(np.mean(returns))
+
+
+def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals):
+    """Everything --resume needs, as plain tensors and Python values (loads with weights_only=True)."""
+    ckpt = dict(format="cleanmappo", script=os.path.basename(__file__), actor=actor.state_dict(), critic=critic.state_dict())
+    ckpt.update(actor_optimizer=actor_optimizer.state_dict(), critic_optimizer=critic_optimizer.state_dict())
+    ckpt.update(args=asdict(args), global_step=global_step, iteration=iteration, run_name=run_name, evals=evals)
+    tmp = f"{path}.tmp"
+    torch.save(ckpt, tmp)
+    os.replace(tmp, path)  # never leave half a checkpoint behind
+
+
+def write_eval_summary(path: str, args: Args, global_step: int, evals: list) -> None:
+    """The paper's protocol: the median of the last 10 evaluations, printed and written as JSON with every evaluation."""
+    if not evals:
+        return
+    last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
+    summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
+    summary.update(median_win_rate=float(np.median(last[:, 1])), median_return=float(np.median(last[:, 2])))
+    summary["evals"] = [dict(zip(("step", "win_rate", "episodic_return", "wall_time"), e)) for e in evals]
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"median of the last {len(last)} evaluations: win rate {summary['median_win_rate']:.3f}, ", end="")
+    print(f"return {summary['median_return']:.3f} ({path})", flush=True)
+
+
+if __name__ == "__main__":
+    args, ckpt = parse_args()
+    resuming = ckpt is not None and not args.eval_only
+    run_name = (
+        ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+    )
+
+    # TRY NOT TO MODIFY: seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    # env setup
+    eval_envs = make_env(
+        args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
+    )
+    A, U = eval_envs.num_agents, eval_envs.num_actions
+    num_chunks = math.ceil(args.num_steps / args.data_chunk_length) * args.num_envs * A
+    args.minibatch_size = math.ceil(num_chunks / args.num_minibatches)
+    if args.num_minibatches > num_chunks:
+        fail(f"--num-minibatches {args.num_minibatches} exceeds the {num_chunks} chunks of a rollout")
+    agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
+    obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
+    state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
+
+    actor = Actor(obs_dim + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain)
+    critic = Critic(state_dim, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
+    actor, critic = actor.to(device), critic.to(device)
+    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
+    critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
+    global_step, start_iteration, evals = 0, 1, []
+    if ckpt is not None:
+        actor.load_state_dict(ckpt["actor"])
+        critic.load_state_dict(ckpt["critic"])
+
+    if args.eval_only:
+        win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
+        eval_envs.close()
+        print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} greedy episodes")
+        print(f"win_rate={win_rate:.4f} episodic_return={ret:.4f}")
+        sys.exit(0)
+    if resuming:  # --resume: optimiser state, step counters and the eval history continue
+        actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
+        critic_optimizer.load_state_dict(ckpt["critic_optimizer"])
+        global_step, start_iteration, evals = ckpt["global_step"], ckpt["iteration"] + 1, [list(e) for e in ckpt["evals"]]
+
+    # TRY NOT TO MODIFY: tracking
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+            resume="allow",
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+    )
+    envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+        signal.signal(sig, signal.default_int_handler)  # -> KeyboardInterrupt: checkpoint, flush, exit
+
+    # ALGO LOGIC: storage setup
+    T, E, S, H = args.num_steps, args.num_envs, state_dim, args.hidden_dim
+    obs = torch.zeros((T, E, A, obs_dim), device=device)
+    state = torch.zeros((T, E, A, S), device=device)  # critic input
+    avail_actions = torch.zeros((T, E, A, U), dtype=torch.bool, device=device)
+    alive = torch.zeros((T, E, A), dtype=torch.bool, device=device)
+    actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
+    logprobs = torch.zeros((T, E, A), device=device)
+    final_state = torch.zeros((T, E, A, S), device=device)  # critic input of the final obs where truncated at t
+    starts = torch.zeros((T, E), dtype=torch.bool, device=device)  # step t begins an episode: hidden states reset
+    actor_hs = torch.zeros((T, E, A, H), device=device)  # actor hidden state entering step t, before its reset
+    rewards = torch.zeros((T, E), device=device)
+    terminated = torch.zeros((T, E), dtype=torch.bool, device=device)
+    truncated = torch.zeros((T, E), dtype=torch.bool, device=device)
+
+    def to_device(out: dict) -> tuple[torch.Tensor, ...]:
+        obs_, env_state_, avail_, alive_ = (
+            torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "avail", "alive")
+        )
+        return obs_, critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking), avail_, alive_
+
+    # TRY NOT TO MODIFY: start the game
+    start_time, train_time, start_step = time.time(), 0.0, global_step
+    start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
+    next_obs, next_state, next_avail, next_alive = to_device(envs.reset())
+    next_start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
+    next_actor_h, next_critic_h = torch.zeros((E, A, H), device=device), torch.zeros((E, A, H), device=device)
+    ep_return, ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
+    episode_stats = {"return": [], "length": [], "won": []}
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeRemainingColumn(),
+        disable=not sys.stdout.isatty(),
+    )
+    task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
+    iteration, done_step = start_iteration - 1, global_step  # the last full iteration, for a Ctrl-C checkpoint
+    try:
+        progress.start()
+        for iteration in range(start_iteration, args.num_iterations + 1):
+            iteration_start = time.time()
+            if args.anneal_lr:
+                frac = 1.0 - (iteration - 1.0) / args.num_iterations
+                actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+                critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
+
+            env_time = 0.0
+            initial_critic_h = next_critic_h.clone()  # (E,A,H) the critic runs over the whole rollout after it
+            for step in range(0, T):
+                global_step += E
+                obs[step], state[step], avail_actions[step], alive[step] = next_obs, next_state, next_avail, next_alive
+                starts[step] = next_start
+                actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from
+
+                # ALGO LOGIC: one batched forward over all envs and agents, one GRU step
+                with torch.no_grad():
+                    logits, next_actor_hs = actor(
+                        actor_input(next_obs, agent_ids)[None], next_actor_h, next_start[None, :, None].expand(1, E, A)
+                    )  # (1,E,A,U), (1,E,A,H)
+                    next_actor_h = next_actor_hs[0]
+                    dist = MaskedCategorical(logits[0], next_avail)  # (E,A,U)
+                    action = dist.sample()  # (E,A)
+                    logprobs[step] = dist.log_prob(action)
+                actions[step] = action
+
+                # TRY NOT TO MODIFY: execute the game and log data.
+                env_start = time.time()
+                out = envs.step(action.cpu().numpy())
+                env_time += time.time() - env_start
+                rewards[step] = torch.from_numpy(out["reward"]).to(device)
+                terminated[step] = torch.from_numpy(out["terminated"]).to(device)
+                truncated[step] = torch.from_numpy(out["truncated"]).to(device)
+                next_obs, next_state, next_avail, next_alive = to_device(out)
+                if out["truncated"].any():  # keep the final observation: GAE bootstraps from its value
+                    final = dict(
+                        obs=out["final_obs"], env_state=out["final_state"], alive=out["final_alive"], avail=out["avail"]
+                    )
+                    final_state[step] = to_device(final)[1]
+                ep_return += out["reward"]
+                ep_length += 1
+                done = out["terminated"] | out["truncated"]
+                next_start = torch.from_numpy(done).to(device)
+                if done.any():
+                    episode_stats["return"] += ep_return[done].tolist()
+                    episode_stats["length"] += ep_length[done].tolist()
+                    episode_stats["won"] += out["won"][done].tolist()
+                    ep_return[done], ep_length[done] = 0.0, 0
+
+            # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
+            with torch.no_grad():
+                starts_ea = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
+                values_dn, critic_out = critic.value(state, initial_critic_h, starts_ea)  # (T,E,A) V(s_t), (T,E,A,H)
+                critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
+                final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
+                if truncated.any():  # the final observation continues the episode: one more step from h after t
+                    no_start = torch.zeros((1, int(truncated.sum()), A), dtype=torch.bool, device=device)  # (1,n,A)
+                    final_values_dn[truncated] = critic.value(final_state[truncated][None], critic_out[truncated], no_start)[
+                        0
+                    ][0]
+                next_critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
+                next_value = critic.value(next_state[None], next_critic_h, next_start[None, :, None].expand(1, E, A))[0][0]
+                advantages, returns = compute_gae(
+                    rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
+                )
+                if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, output layer rescaled
+                    critic.popart.update(returns)
+
+            if args.norm_adv:  # over the active agent-steps only
+                active_adv = advantages[alive] if alive.any() else advantages
+                advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
+
+            # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored hidden states
+            C = args.data_chunk_length
+            c_obs = to_chunks(actor_input(obs, agent_ids), C)  # (C, N, O+A), N = ceil(T/C)*E*A chunks
+            c_state = to_chunks(state, C)  # (C, N, S)
+            c_avail = to_chunks(avail_actions, C)  # (C, N, U)
+            c_starts = to_chunks(starts_ea, C)  # (C, N)
+            c_valid = to_chunks(torch.ones_like(alive), C)  # (C, N) False on the padding after step T
+            c_alive = to_chunks(alive, C) & c_valid  # (C, N)
+            c_actions = to_chunks(actions, C)  # (C, N)
+            c_logprobs = to_chunks(logprobs, C)  # (C, N)
+            c_advantages = to_chunks(advantages, C)  # (C, N)
+            with torch.no_grad():  # PopArt-normalised targets, and the old values under the new statistics
+                c_returns_n = to_chunks(critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
+                c_values_n = to_chunks(critic.popart.normalize(values_dn.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
+            c_actor_h0 = actor_hs[::C].reshape(-1, H)  # (N, H) the hidden state entering each chunk's first step
+            c_critic_h0 = critic_hs[::C].reshape(-1, H)  # (N, H)
+            policy_mask = c_alive if args.policy_active_masks else c_valid
+            value_mask = c_alive if args.value_active_masks else c_valid
+
+            # Optimizing the policy and value network
+            update_start = time.time()
+            N, minibatch_size = c_actions.shape[1], args.minibatch_size
+            clipfracs, first_ratio_dev = [], 0.0
+            for epoch in range(args.update_epochs):
+                b_inds = torch.randperm(N, device=device)
+                for start in range(0, N, minibatch_size):
+                    mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
+                    mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+
+                    # BPTT through each chunk; the hidden state resets where an episode starts inside it
+                    logits, _ = actor(c_obs[:, mb_inds], c_actor_h0[mb_inds], c_starts[:, mb_inds])  # (C, mb, U)
+                    dist = MaskedCategorical(logits, c_avail[:, mb_inds])
+                    newlogprob = dist.log_prob(c_actions[:, mb_inds])  # (C, mb)
+                    entropy = dist.entropy()
+                    logratio = newlogprob - c_logprobs[:, mb_inds]
+                    ratio = logratio.exp()
+
+                    with torch.no_grad():
+                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                        old_approx_kl = masked_mean(-logratio, mb_policy_mask)
+                        approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
+                        clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
+                        if epoch == 0 and start == 0:  # must be 0: the chunks rebuild the rollout's hidden states
+                            first_ratio_dev = (ratio - 1.0).abs()[c_valid[:, mb_inds]].max().item()
+
+                    mb_advantages = c_advantages[:, mb_inds]
+                    # Policy loss, over every active step of every chunk
+                    pg_loss1 = -mb_advantages * ratio
+                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
+                    entropy_loss = masked_mean(entropy, mb_policy_mask)
+                    actor_loss = pg_loss - args.ent_coef * entropy_loss
+                    actor_optimizer.zero_grad()
+                    actor_loss.backward()
+                    grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
+                    actor_optimizer.step()
+
+                    # Value loss, on PopArt-normalised values
+                    newvalue, _ = critic(c_state[:, mb_inds], c_critic_h0[mb_inds], c_starts[:, mb_inds])  # (C, mb)
+                    mb_returns, mb_values = c_returns_n[:, mb_inds], c_values_n[:, mb_inds]
+
+                    v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
+                    if args.clip_vloss:
+                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                        v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
+                        v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
+                    v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
+                    critic_optimizer.zero_grad()
+                    (v_loss * args.vf_coef).backward()
+                    critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+                    critic_optimizer.step()
+            update_time = time.time() - update_start
+            done_step = global_step
+            train_time += time.time() - iteration_start
+
+            y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
+            var_y = np.var(y_true)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+
+            # TRY NOT TO MODIFY: record rewards for plotting purposes
+            sps = int((global_step - start_step) / train_time)
+            writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            if episode_stats["return"]:
+                writer.add_scalar("charts/episodic_return", np.mean(episode_stats["return"]), global_step)
+                writer.add_scalar("charts/episodic_length", np.mean(episode_stats["length"]), global_step)
+                if envs.is_smac:
+                    writer.add_scalar("charts/win_rate", np.mean(episode_stats["won"]), global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            writer.add_scalar("losses/grad_norm", grad_norm.item(), global_step)
+            writer.add_scalar("losses/critic_grad_norm", critic_grad_norm.item(), global_step)
+            writer.add_scalar("losses/first_ratio_dev", first_ratio_dev, global_step)
+            if args.use_popart:
+                mean, std = critic.popart.stats()
+                writer.add_scalar("popart/mean", mean.item(), global_step)
+                writer.add_scalar("popart/std", std.item(), global_step)
+            writer.add_scalar("time/env", env_time, global_step)
+            writer.add_scalar("time/update", update_time, global_step)
+            info = f"SPS {sps}"
+            if episode_stats["return"]:
+                info += f"  return {np.mean(episode_stats['return']):.2f}"
+                info += f"  win {np.mean(episode_stats['won']):.2f}" if envs.is_smac else ""
+            episode_stats = {"return": [], "length": [], "won": []}
+
+            if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
+                eval_start = time.time()
+                win_rate, eval_return = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
+                evals.append([global_step, win_rate, eval_return, time.time() - start_time])
+                writer.add_scalar("eval/episodic_return", eval_return, global_step)
+                if eval_envs.is_smac:
+                    writer.add_scalar("eval/win_rate", win_rate, global_step)
+                writer.add_scalar("time/eval", time.time() - eval_start, global_step)
+                info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
+            progress.update(task, completed=global_step, info=info)
+            if progress.disable and (
+                iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)
+            ):
+                print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
+    except KeyboardInterrupt:
+        progress.stop()
+        path = f"runs/{run_name}/{args.exp_name}.pt"
+        last_full = iteration if done_step == global_step else iteration - 1
+        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, last_full, run_name, evals)
+        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
+        writer.close()
+        envs.close()
+        eval_envs.close()
+        print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
+        sys.exit(130)
+    progress.stop()
+
+    if args.save_model:
+        path = f"runs/{run_name}/{args.exp_name}.pt"
+        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
+        print(f"model saved to {path}")
+    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
+    envs.close()
+    eval_envs.close()
+    writer.close()

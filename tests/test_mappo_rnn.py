@@ -1,0 +1,102 @@
+"""mappo_rnn.py: the GRU scan and its resets, the chunking, the rebuilt hidden states (ratio == 1), learning."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import ROOT, read_scalars, run_dirs
+
+SMALL = ["--no-cuda", "--num-envs", "4", "--update-epochs", "2", "--eval-episodes", "4"]
+# 3m episodes last 20-60 steps: with 64-step rollouts, chunks of 10 cross episode ends and the last chunk is padded
+RATIO_RUN = ["--env-id", "3m", *SMALL, "--num-steps", "64", "--total-timesteps", "768", "--eval-interval", "0"]
+STORE_LINE = "actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from"
+
+
+def test_gru_resets_where_an_episode_starts_inside_a_chunk():
+    import mappo_rnn
+
+    torch.manual_seed(0)
+    actor = mappo_rnn.Actor(in_dim=5, num_actions=4, hidden_dim=8)
+    C, N = 10, 3
+    x = torch.randn(C, N, 5)  # (C,N,in)
+    h0 = torch.randn(N, 8)  # (N,H) a non-zero hidden state entering the chunk
+    starts = torch.zeros(C, N, dtype=torch.bool)
+    starts[4, 0] = True  # chunk 0: an episode ends after step 3, the next one starts at step 4
+    logits, out = actor(x, h0, starts)  # (C,N,U), (C,N,H)
+
+    # from step 4 on, chunk 0 is exactly a fresh episode: the same as running steps 4.. from zeros
+    fresh_logits, fresh_out = actor(x[4:, :1], torch.zeros(1, 8), torch.zeros(C - 4, 1, dtype=torch.bool))
+    torch.testing.assert_close(logits[4:, :1], fresh_logits, rtol=0, atol=1e-6)
+    torch.testing.assert_close(out[4:, :1], fresh_out, rtol=0, atol=1e-6)
+    # and before step 4 the stored hidden state matters (the test could tell a missing h0 from a present one)
+    no_h0_logits, _ = actor(x[:4, :1], torch.zeros(1, 8), torch.zeros(4, 1, dtype=torch.bool))
+    assert (logits[:4, :1] - no_h0_logits).abs().max() > 1e-3
+    # chunk 1 has no episode start: its last steps still depend on h0 (no spurious reset)
+    _, no_h0_out = actor(x[:, 1:2], torch.zeros(1, 8), torch.zeros(C, 1, dtype=torch.bool))
+    assert (out[-1, 1] - no_h0_out[-1, 0]).abs().max() > 1e-4
+    # a start at step 0 ignores the stored hidden state entirely
+    starts0 = torch.zeros(C, 1, dtype=torch.bool)
+    starts0[0] = True
+    torch.testing.assert_close(actor(x[:, 2:], h0[2:], starts0)[0], actor(x[:, 2:], torch.zeros(1, 8), starts0)[0])
+
+
+def test_to_chunks_order_and_padding():
+    import mappo_rnn
+
+    T, E, A, C = 25, 2, 3, 10  # the MPE rollout: 25 steps, chunks of 10 -> 3 chunks, the last with 5 padded steps
+    t = torch.arange(T).view(T, 1, 1).expand(T, E, A)
+    e = torch.arange(E).view(1, E, 1).expand(T, E, A)
+    a = torch.arange(A).view(1, 1, A).expand(T, E, A)
+    x = torch.stack([t, e, a], dim=-1) + 1  # (T,E,A,3), 0 only in the padding
+    chunks = mappo_rnn.to_chunks(x, C)  # (C, K*E*A, 3)
+    assert chunks.shape == (C, 3 * E * A, 3)
+    for n in range(3 * E * A):
+        k, rest = divmod(n, E * A)
+        ei, ai = divmod(rest, A)
+        for c in range(C):
+            ti = k * C + c
+            expected = [ti + 1, ei + 1, ai + 1] if ti < T else [0, 0, 0]
+            assert chunks[c, n].tolist() == expected, (c, n)
+    # the hidden state entering chunk n is the stored state at (k*C, e, a): the same (k, e, a) order
+    hs = x[::C].reshape(-1, 3)
+    assert torch.equal(hs, chunks[0])
+
+
+def first_ratio_devs(run_script, tmp_path, script="mappo_rnn.py", extra=(), env=None) -> list[float]:
+    run_script(script, *RATIO_RUN, *extra, env=env)
+    [run] = run_dirs(tmp_path)
+    scalars = read_scalars(run)
+    ended = sum(v for _, v in scalars.get("charts/episodic_length", [])) > 0
+    assert ended, "no episode ended inside the rollouts: the test would not cover resets inside chunks"
+    return [v for _, v in scalars["losses/first_ratio_dev"]]
+
+
+@pytest.mark.parametrize("minibatches", ["1", "3"])
+def test_ratio_is_one_on_the_first_minibatch(run_script, tmp_path, minibatches):
+    devs = first_ratio_devs(run_script, tmp_path, extra=["--num-minibatches", minibatches])
+    assert len(devs) == 3 and max(devs) <= 1e-6, devs
+
+
+def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path):
+    """The same run with the stored hidden state shifted by one step (the state after step t stored for step t):
+    the first ratio must then be visibly different from 1, so the test above can fail."""
+    source = (ROOT / "mappo_rnn.py").read_text()
+    assert source.count(STORE_LINE) == 1, "the store line moved: update STORE_LINE"
+    mutant = source.replace(STORE_LINE, "pass").replace(
+        "next_actor_h = next_actor_hs[0]\n", "next_actor_h = next_actor_hs[0]\n" + " " * 20 + "actor_hs[step] = next_actor_h\n"
+    )
+    assert mutant.count("actor_hs[step] = next_actor_h") == 1
+    path = tmp_path / "mappo_rnn_mutant.py"
+    path.write_text(mutant)
+    devs = first_ratio_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})  # for popart.py
+    assert min(devs) > 1e-3, devs
+
+
+def test_learns_smax_3m(run_script, tmp_path):
+    """Fixed seed and step budget; threshold well below the measured curve (benchmark/results/rnn_acceptance)."""
+    run_script("mappo_rnn.py", "--env-id", "3m", "--seed", "1", "--no-cuda", "--total-timesteps", "480000", timeout=1500)
+    [run] = run_dirs(tmp_path)
+    summary = json.loads((Path(run) / "eval_summary.json").read_text())
+    assert summary["median_win_rate"] >= 0.8, summary["median_win_rate"]
