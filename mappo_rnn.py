@@ -901,12 +901,13 @@ if __name__ == "__main__":
                 critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
                 final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
                 if truncated.any():  # the final observation continues the episode: one more step from h after t
-                    no_start = torch.zeros((1, int(truncated.sum()), A), dtype=torch.bool, device=device)  # (1,n,A)
-                    final_values_dn[truncated] = critic.value(final_state[truncated][None], critic_out[truncated], no_start)[
-                        0
-                    ][0]
+                    final_x = final_state[truncated][None]  # (1,n,A,S)
+                    no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
+                    final_values, _ = critic.value(final_x, critic_out[truncated], no_start)  # (1,n,A)
+                    final_values_dn[truncated] = final_values[0]
                 next_critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
-                next_value = critic.value(next_state[None], next_critic_h, next_start[None, :, None].expand(1, E, A))[0][0]
+                next_value, _ = critic.value(next_state[None], next_critic_h, next_start[None, :, None].expand(1, E, A))
+                next_value = next_value[0]  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
                 )
@@ -924,7 +925,7 @@ if __name__ == "__main__":
             c_avail = to_chunks(avail_actions, C)  # (C, N, U)
             c_starts = to_chunks(starts_ea, C)  # (C, N)
             c_valid = to_chunks(torch.ones_like(alive), C)  # (C, N) False on the padding after step T
-            c_alive = to_chunks(alive, C) & c_valid  # (C, N)
+            c_alive = to_chunks(alive, C)  # (C, N) False on the padding too
             c_actions = to_chunks(actions, C)  # (C, N)
             c_logprobs = to_chunks(logprobs, C)  # (C, N)
             c_advantages = to_chunks(advantages, C)  # (C, N)
@@ -939,7 +940,7 @@ if __name__ == "__main__":
             # Optimizing the policy and value network
             update_start = time.time()
             N, minibatch_size = c_actions.shape[1], args.minibatch_size
-            clipfracs, first_ratio_dev = [], 0.0
+            clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
             for epoch in range(args.update_epochs):
                 b_inds = torch.randperm(N, device=device)
                 for start in range(0, N, minibatch_size):
@@ -978,6 +979,8 @@ if __name__ == "__main__":
                     newvalue, _ = critic(c_state[:, mb_inds], c_critic_h0[mb_inds], c_starts[:, mb_inds])  # (C, mb)
                     mb_returns, mb_values = c_returns_n[:, mb_inds], c_values_n[:, mb_inds]
 
+                    if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
+                        first_value_dev = (newvalue - mb_values).detach().abs()[c_valid[:, mb_inds]].max().item()
                     v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
                     if args.clip_vloss:
                         v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
@@ -1015,6 +1018,7 @@ if __name__ == "__main__":
             writer.add_scalar("losses/grad_norm", grad_norm.item(), global_step)
             writer.add_scalar("losses/critic_grad_norm", critic_grad_norm.item(), global_step)
             writer.add_scalar("losses/first_ratio_dev", first_ratio_dev, global_step)
+            writer.add_scalar("losses/first_value_dev", first_value_dev, global_step)
             if args.use_popart:
                 mean, std = critic.popart.stats()
                 writer.add_scalar("popart/mean", mean.item(), global_step)

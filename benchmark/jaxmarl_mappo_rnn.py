@@ -1,5 +1,5 @@
 """Run JaxMARL's own recurrent MAPPO baseline (baselines/MAPPO/mappo_rnn_smax.py) unchanged and record its learning
-curve against wall-clock time, to compare wall time to a given win rate with mappo.py.
+curve against wall-clock time, to compare wall time to a given win rate with mappo_rnn.py.
 
 Nothing of JaxMARL is copied here: the baseline module is imported from a JaxMARL checkout (--jaxmarl-dir, default
 $JAXMARL_DIR), its default hydra config (baselines/MAPPO/config/mappo_homogenous_rnn_smax.yaml, the one its
@@ -44,7 +44,7 @@ What is recorded, one row per update (the baseline logs once per update):
   i.e. the env steps collected *before* this update's rollout (0 on the first row). One env step is one step of one
   of the NUM_ENVS parallel environments (all agents act), not agent-steps.
 - step: env steps collected once this row's update is done, logged_env_step + NUM_ENVS * NUM_STEPS; this is the count
-  to compare with mappo.py's global_step. update: 0-based update index.
+  to compare with mappo_rnn.py's global_step. update: 0-based update index.
 - wall_time: seconds since this runner process started (imports, JIT compilation and the first update are all in
   the first row's time), taken when the callback runs on the host, i.e. after that update's PPO epochs.
 - the baseline's loss metrics (total_loss, actor_loss, value_loss, entropy, ratio, approx_kl, clip_frac, ratio_0).

@@ -1,8 +1,5 @@
 """mappo_rnn.py: the GRU scan and its resets, the chunking, the rebuilt hidden states (ratio == 1), learning."""
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -12,6 +9,7 @@ SMALL = ["--no-cuda", "--num-envs", "4", "--update-epochs", "2", "--eval-episode
 # 3m episodes last 20-60 steps: with 64-step rollouts, chunks of 10 cross episode ends and the last chunk is padded
 RATIO_RUN = ["--env-id", "3m", *SMALL, "--num-steps", "64", "--total-timesteps", "768", "--eval-interval", "0"]
 STORE_LINE = "actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from"
+CRITIC_LINE = "critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t"
 
 
 def test_gru_resets_where_an_episode_starts_inside_a_chunk():
@@ -64,39 +62,52 @@ def test_to_chunks_order_and_padding():
     assert torch.equal(hs, chunks[0])
 
 
-def first_ratio_devs(run_script, tmp_path, script="mappo_rnn.py", extra=(), env=None) -> list[float]:
+def first_devs(run_script, tmp_path, script="mappo_rnn.py", extra=(), env=None) -> tuple[list[float], list[float]]:
+    """-> per update: max |ratio - 1| and max |new value - rollout value| (normalised) on the first mini-batch"""
     run_script(script, *RATIO_RUN, *extra, env=env)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     ended = sum(v for _, v in scalars.get("charts/episodic_length", [])) > 0
     assert ended, "no episode ended inside the rollouts: the test would not cover resets inside chunks"
-    return [v for _, v in scalars["losses/first_ratio_dev"]]
+    return [v for _, v in scalars["losses/first_ratio_dev"]], [v for _, v in scalars["losses/first_value_dev"]]
 
 
 @pytest.mark.parametrize("minibatches", ["1", "3"])
 def test_ratio_is_one_on_the_first_minibatch(run_script, tmp_path, minibatches):
-    devs = first_ratio_devs(run_script, tmp_path, extra=["--num-minibatches", minibatches])
-    assert len(devs) == 3 and max(devs) <= 1e-6, devs
+    ratio_devs, value_devs = first_devs(run_script, tmp_path, extra=["--num-minibatches", minibatches])
+    assert len(ratio_devs) == 3 and max(ratio_devs) <= 1e-6, ratio_devs
+    assert max(value_devs) <= 1e-4, value_devs  # the critic's chunks rebuild its hidden states too (PopArt rounding)
 
 
-def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path):
-    """The same run with the stored hidden state shifted by one step (the state after step t stored for step t):
-    the first ratio must then be visibly different from 1, so the test above can fail."""
+@pytest.mark.parametrize("mutation", ["actor", "critic"])
+def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path, mutation):
+    """The same run with a stored hidden state shifted by one step (the state after step t stored for step t): the
+    first ratio (actor) or the first value (critic) must then be visibly off, so the test above can fail."""
     source = (ROOT / "mappo_rnn.py").read_text()
-    assert source.count(STORE_LINE) == 1, "the store line moved: update STORE_LINE"
-    mutant = source.replace(STORE_LINE, "pass").replace(
-        "next_actor_h = next_actor_hs[0]\n", "next_actor_h = next_actor_hs[0]\n" + " " * 20 + "actor_hs[step] = next_actor_h\n"
-    )
-    assert mutant.count("actor_hs[step] = next_actor_h") == 1
+    assert source.count(STORE_LINE) == 1 and source.count(CRITIC_LINE) == 1, "the lines moved: update the test"
+    if mutation == "actor":
+        mutant = source.replace(STORE_LINE, "pass").replace(
+            "next_actor_h = next_actor_hs[0]\n",
+            "next_actor_h = next_actor_hs[0]\n" + " " * 20 + "actor_hs[step] = next_actor_h\n",
+        )
+        assert mutant.count("actor_hs[step] = next_actor_h") == 1
+    else:
+        mutant = source.replace(CRITIC_LINE, "critic_hs = critic_out")
     path = tmp_path / "mappo_rnn_mutant.py"
     path.write_text(mutant)
-    devs = first_ratio_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})  # for popart.py
-    assert min(devs) > 1e-3, devs
+    ratio_devs, value_devs = first_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})
+    if mutation == "actor":
+        assert min(ratio_devs) > 1e-3, ratio_devs
+    else:
+        assert max(ratio_devs) <= 1e-6 and min(value_devs) > 1e-3, (ratio_devs, value_devs)
 
 
 def test_learns_smax_3m(run_script, tmp_path):
-    """Fixed seed and step budget; threshold well below the measured curve (benchmark/results/rnn_acceptance)."""
-    run_script("mappo_rnn.py", "--env-id", "3m", "--seed", "1", "--no-cuda", "--total-timesteps", "480000", timeout=1500)
+    """Fixed seed and step budget, the paper's 3m settings. The measured run (benchmark/results/rnn_acceptance, same
+    seed) had at these evaluations: max 0.84, mean of the last 5 0.77; the thresholds leave room for other CPUs."""
+    flags = ["--env-id", "3m", "--seed", "1", "--no-cuda", "--total-timesteps", "160000", "--eval-interval", "5"]
+    run_script("mappo_rnn.py", *flags)
     [run] = run_dirs(tmp_path)
-    summary = json.loads((Path(run) / "eval_summary.json").read_text())
-    assert summary["median_win_rate"] >= 0.8, summary["median_win_rate"]
+    wins = [v for _, v in read_scalars(run)["eval/win_rate"]]
+    assert len(wins) == 10 and max(wins) >= 0.7, wins
+    assert sum(wins[-5:]) / 5 >= 0.6, wins
