@@ -1,0 +1,169 @@
+"""mappo_async_seed.py: the batching server, async and serial runs, shutdown, a lost client, multi-machine roles."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, read_scalars, run_dirs
+
+SCRIPT = "mappo_async_seed.py"
+SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
+
+
+def client_pids() -> list[int]:
+    out = subprocess.run(["pgrep", "-f", f"{SCRIPT} --role client"], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def wait_no_clients(timeout: float) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not client_pids():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def make_server(server_batch: int, flush_timeout: float):
+    import mappo_async_seed as m
+
+    actor = m.Actor(in_dim=4 + 2, num_actions=3)
+    server = m.InferenceServer(actor, torch.eye(2), 4, server_batch, flush_timeout, 3, 1, torch.device("cpu"), {})
+    server.publish(actor)
+    return m, server
+
+
+def request(k=2):
+    return dict(obs=np.zeros((k, 2, 4), np.float32), env_state=np.zeros((k, 5), np.float32), avail=np.ones((k, 2, 3), bool))
+
+
+def test_server_flushes_a_partial_batch():
+    """3 requests outstanding, a batch size of 2: the third is answered after the flush timeout, never left waiting."""
+    m, server = make_server(server_batch=2, flush_timeout=0.05)
+    server.thread = threading.Thread(target=server.run, daemon=True)
+    server.thread.start()
+    futures = [torch.futures.Future() for _ in range(3)]
+    for client, future in enumerate(futures):
+        server.submit((client, 0), dict(request(), alive=np.ones((2, 2), bool)), future)
+    deadline = time.time() + 2.0
+    while time.time() < deadline and not all(f.done() for f in futures):
+        time.sleep(0.01)
+    assert all(f.done() for f in futures), "a partial batch was never run"
+    assert all(f.value().shape == (2, 2) for f in futures)
+    assert sorted(server.take_stats()["batch_sizes"]) == [1, 2]
+    server.stopping.set()
+    server.thread.join(timeout=2)
+    late = torch.futures.Future()
+    server.submit((0, 0), dict(request(), alive=np.ones((2, 2), bool)), late)
+    assert late.done() and late.value() is None  # after the end, a request is told to stop
+
+
+def test_segment_records_outcomes_and_bootstrap():
+    """A slot's segment: T steps with their outcomes, the bootstrap observation, the acting version; complete after the
+    outcome of step T-1 arrives."""
+    m, server = make_server(server_batch=1, flush_timeout=0.0)
+    T, slot = 4, (0, 0)
+    for t in range(T + 1):
+        data = dict(request(), alive=np.ones((2, 2), bool))
+        data["obs"][:] = t
+        if t > 0:
+            data.update(reward=np.full(2, t, np.float32), terminated=np.array([t == 2, False]), truncated=np.zeros(2, bool))
+            data.update(won=np.array([t == 2, False]), final_obs=data["obs"], final_state=data["env_state"])
+            data["final_alive"] = data["alive"]
+        server.record(slot, data)
+        server.record(slot, data)  # idempotent
+        if t < T:
+            server.infer([(slot, data, None)])
+    seg = server.ready.get_nowait()
+    assert seg["obs"][:, 0, 0, 0].tolist() == [0, 1, 2, 3] and seg["next_obs"][0, 0, 0] == 4
+    assert seg["rewards"][:, 0].tolist() == [1, 2, 3, 4]  # the outcome of step t arrives with observation t+1
+    assert seg["terminated"][:, 0].tolist() == [False, True, False, False]
+    assert seg["versions"].tolist() == [1, 1, 1, 1]
+    episodes = server.take_stats()["episodes"]
+    assert len(episodes) == 1 and episodes[0][0] == 1 + 2 and episodes[0][2] is True  # env 0: return 3, won
+
+
+@pytest.mark.parametrize("mode", ["async", "serial"])
+def test_smoke_and_clean_end(run_script, tmp_path, mode):
+    flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
+    run_script(SCRIPT, *flags, timeout=300)
+    assert wait_no_clients(10), client_pids()
+    [run] = run_dirs(tmp_path)
+    scalars = read_scalars(run)
+    assert len(scalars["charts/SPS"]) == 2  # 512 // (8 envs x 32 steps) updates
+    for tag in ("losses/value_loss", "losses/policy_loss", "stats/policy_lag", "stats/server_batch_size"):
+        assert len(scalars[tag]) == 2 and all(v == v for _, v in scalars[tag]), tag
+    ckpt = torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)
+    assert ckpt["iteration"] == 2 and ckpt["script"] == SCRIPT
+    if mode == "serial":  # no policy lag: the first ratio is exactly 1, as in mappo.py
+        assert all(v == 0 for _, v in scalars["stats/policy_lag"])
+        assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
+
+
+def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line, deadline = "", time.time() + 300
+    while time.time() < deadline and "step" not in line:
+        line = proc.stdout.readline()
+    assert "step" in line and client_pids(), line
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert wait_no_clients(10), client_pids()
+    [run] = run_dirs(tmp_path)
+    assert torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)["iteration"] >= 1
+
+
+def test_killed_client_is_noticed(tmp_path, jax_cache):
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line, deadline = "", time.time() + 300
+    while time.time() < deadline and "step" not in line:
+        line = proc.stdout.readline()
+    [victim, *_] = client_pids()
+    os.kill(victim, signal.SIGKILL)
+    killed = time.time()
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        for pid in client_pids():
+            os.kill(pid, signal.SIGKILL)
+    assert time.time() - killed < 30
+    assert proc.returncode == 1 and "env client" in err and "exited" in err, err[-2000:]
+    assert wait_no_clients(10), client_pids()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
+    """The learner and two clients started as separate commands, as on three hosts, against 127.0.0.1."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    net = ["--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--world-size", "3"]
+    learner = [sys.executable, str(ROOT / SCRIPT), "--role", "learner", *net, *SMALL, "--total-timesteps", "512"]
+    procs = [subprocess.Popen(learner, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)]
+    for rank in (1, 2):
+        client = [sys.executable, str(ROOT / SCRIPT), "--role", "client", "--rank", str(rank), *net]
+        procs.append(
+            subprocess.Popen(client, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        )
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-1500:] for o in outs]
+    [run] = run_dirs(tmp_path)
+    assert len(read_scalars(run)["charts/SPS"]) == 2
