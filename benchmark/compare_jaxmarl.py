@@ -77,8 +77,9 @@ def run_jaxmarl(args, out_dir: str) -> dict:
     cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_mappo_rnn.py"), "--jaxmarl-dir", args.jaxmarl_dir]
     cmd += ["--map", args.map, "--seed", str(args.jaxmarl_seed), "--out", out]
     cmd += ["--stop-at-win-rate", str(args.threshold), "--extra-updates", str(args.extra_updates)]
-    with open(out.replace(".json", ".log"), "w") as log:
-        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    if not (args.reuse_jaxmarl and os.path.exists(out)):
+        with open(out.replace(".json", ".log"), "w") as log:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
     with open(out) as f:
         data = json.load(f)
     rows = [(r["step"], r["wall_time"], r["win_rate"]) for r in data["rows"] if r["win_rate"] == r["win_rate"]]
@@ -141,6 +142,7 @@ def main():
     p.add_argument("--jaxmarl-seed", type=int, default=0, help="JaxMARL's default SEED")
     p.add_argument("--ours-seed", type=int, default=1, help="mappo_rnn.py's default --seed")
     p.add_argument("--ours-timesteps", type=int, default=2_000_000, help="our budget if the threshold is never reached")
+    p.add_argument("--reuse-jaxmarl", action="store_true", help="keep an earlier JaxMARL result in --out, run ours only")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "jaxmarl_compare"))
     args = p.parse_args()
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
