@@ -8,6 +8,7 @@ os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # TensorPipe warns about 
 
 import argparse
 import contextlib
+import copy
 import importlib
 import json
 import math
@@ -20,10 +21,9 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Annotated, Literal, Optional
-
-import warnings
 
 import numpy as np
 import torch
@@ -1117,8 +1117,6 @@ if __name__ == "__main__":
         "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
     )
     # ASYNC: the inference server (a thread here) and the env clients (local processes, or remote ones joining by rank)
-    import copy
-
     T, E, S, m, k = args.num_steps, args.num_envs, state_dim, args.num_splits, args.envs_per_split
     server = InferenceServer(
         copy.deepcopy(actor), agent_ids, T, args.server_batch, args.flush_timeout, args.num_clients, m, device, asdict(args)

@@ -109,7 +109,8 @@ def test_smoke_and_clean_end(run_script, tmp_path, mode):
         assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
 
 
-def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
+def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
+    """A 10M-step async run, returned once its first progress line is printed (one update done)."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -117,6 +118,11 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     while time.time() < deadline and "step" not in line:
         line = proc.stdout.readline()
     assert "step" in line and client_pids(), line
+    return proc
+
+
+def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
+    proc = start_long_run(tmp_path, jax_cache)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -126,12 +132,7 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
 
 
 def test_killed_client_is_noticed(tmp_path, jax_cache):
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
-    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line, deadline = "", time.time() + 300
-    while time.time() < deadline and "step" not in line:
-        line = proc.stdout.readline()
+    proc = start_long_run(tmp_path, jax_cache)
     [victim, *_] = client_pids()
     os.kill(victim, signal.SIGKILL)
     killed = time.time()
