@@ -122,27 +122,48 @@ def main(results_dir):
     print(md + f"wrote {results_dir}/summary.md, summary.json, curves.png")
 
 
+def mean_and_spread(curves: list, points: int = 200):
+    """curves: [(x, y)] per seed -> (grid, mean, min, max) on a grid up to the shortest curve's end (linear interp)."""
+    end = min(x[-1] for x, _ in curves)
+    grid = np.linspace(min(x[0] for x, _ in curves), end, points)
+    ys = np.stack([np.interp(grid, x, y) for x, y in curves])
+    return grid, ys.mean(0), ys.min(0), ys.max(0)
+
+
 def plot(runs, path):
+    """One panel per env: eval curves against env steps (top row) and wall time (bottom row); the mean over seeds
+    as a line and the range over seeds shaded, one colour per script."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     envs = sorted({env for _, env in runs})
-    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.5), squeeze=False)
-    for ax, env_id in zip(axes[0], envs):
+    scripts = sorted({script for script, _ in runs})
+    colours = {script: f"C{i}" for i, script in enumerate(scripts)}
+    fig, axes = plt.subplots(2, len(envs), figsize=(4.5 * len(envs), 6.5), squeeze=False)
+    for col, env_id in enumerate(envs):
         is_smac = not env_id.startswith("simple_")
         key = "win_rate" if is_smac else "episodic_return"
-        for (script, env), summaries in sorted(runs.items()):
-            if env != env_id:
-                continue
-            for i, s in enumerate(summaries):
-                steps = [e["step"] for e in s["evals"]]
-                ax.plot(steps, [e[key] for e in s["evals"]], lw=0.8, label=f"{script} seed {s['seed']}")
-        ax.set_title(env_id)
-        ax.set_xlabel("env steps")
-        ax.set_ylabel("eval win rate" if is_smac else "eval team return")
-        ax.legend(fontsize=7)
+        for row, (x_key, x_label) in enumerate((("step", "env steps"), ("wall_time", "wall time (s)"))):
+            ax = axes[row][col]
+            for (script, env), summaries in sorted(runs.items()):
+                curves = [
+                    (np.array([e[x_key] for e in s["evals"]]), np.array([e[key] for e in s["evals"]]))
+                    for s in summaries
+                    if s["evals"]
+                ]
+                if env != env_id or not curves:
+                    continue
+                grid, mean, low, high = mean_and_spread(curves)
+                label = f"{script} ({len(curves)} seed{'s' * (len(curves) > 1)})"
+                ax.plot(grid, mean, color=colours[script], lw=1.2, label=label)
+                ax.fill_between(grid, low, high, color=colours[script], alpha=0.2, lw=0)
+            ax.set_title(env_id)
+            ax.set_xlabel(x_label)
+            ax.set_ylabel("eval win rate" if is_smac else "eval team return")
+            ax.legend(fontsize=7)
+    fig.suptitle("mean over seeds, shaded: min to max", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -79,3 +79,13 @@ def test_marl_eval_json_and_plot(results):
     assert runs["run_1"]["step_11"] == {"step_count": 12 * 3200, "win_rate": [0.5]}
     assert data["mpe"]["simple_spread_v3"]["mappo"]["run_0"]["absolute_metrics"]["episodic_return"] == [-19.0]
     assert (results / "curves.png").stat().st_size > 10_000
+
+
+def test_mean_and_spread_over_seeds():
+    # two seeds evaluated at different steps; the grid stops where the shorter curve ends
+    curves = [(np.array([0.0, 10.0]), np.array([0.0, 1.0])), (np.array([0.0, 5.0, 20.0]), np.array([1.0, 1.0, 0.0]))]
+    grid, mean, low, high = summarize.mean_and_spread(curves, points=3)
+    assert grid == pytest.approx([0.0, 5.0, 10.0])
+    # seed 1 at 0, 5, 10: 0, 0.5, 1; seed 2: 1, 1, 1 - 5/15
+    assert mean == pytest.approx([0.5, 0.75, (1.0 + 2 / 3) / 2])
+    assert low == pytest.approx([0.0, 0.5, 2 / 3]) and high == pytest.approx([1.0, 1.0, 1.0])
