@@ -16,6 +16,7 @@ import multiprocessing as mp
 import queue
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,10 +24,12 @@ import threading
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import timedelta
 from typing import Annotated, Literal, Optional
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.distributed.rpc as rpc
 import torch.nn as nn
 import tyro
@@ -928,9 +931,22 @@ def client_config() -> dict:
     return _SERVER.client_args
 
 
+_STORE_SOCKETS = []
+
+
 def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float):
     if master_addr in ("127.0.0.1", "localhost"):
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")  # TensorPipe listens on the loopback interface only
+    if rank == 0 and init_method.startswith("tcp://"):
+        # torch's TCPStore would listen on every interface at the port: hand it a socket bound to --master-addr only
+        port = int(init_method.rsplit(":", 1)[1].split("/")[0])
+        sock = socket.create_server((master_addr, port), backlog=128)
+        _STORE_SOCKETS.append(sock)  # kept open for the store's lifetime
+        store = dist.TCPStore(
+            master_addr, port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.fileno()
+        )
+        dist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
+        init_method = "cleanmappo://"
     options = rpc.TensorPipeRpcBackendOptions(init_method=init_method, rpc_timeout=timeout, num_worker_threads=16)
     rpc.init_rpc(name, rank=rank, world_size=world_size, rpc_backend_options=options)
 

@@ -109,6 +109,32 @@ def test_smoke_and_clean_end(run_script, tmp_path, mode):
         assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
 
 
+def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
+    run_script(SCRIPT, *SMALL, "--total-timesteps", "512", "--save-model", "--seed", "3", timeout=300)
+    [run] = run_dirs(tmp_path)
+    path = Path(run) / "mappo_async_seed.pt"
+    ckpt = torch.load(path, weights_only=True)
+    # the clients run ahead of the learner, so the server may have stepped more than the two batches trained on
+    assert ckpt["iteration"] == 2 and ckpt["global_step"] >= 512 and ckpt["args"]["seed"] == 3
+    assert "popart.running_mean" in ckpt["critic"] and ckpt["actor_optimizer"]["state"]
+
+    # resume: the checkpoint's args are the defaults; iterations, step counter and run directory continue
+    run_script(SCRIPT, "--resume", path, "--total-timesteps", "1024", "--save-model", timeout=300)
+    assert wait_no_clients(10), client_pids()
+    assert run_dirs(tmp_path) == [run]
+    steps = [s for s, _ in read_scalars(run)["charts/SPS"]]
+    assert len(steps) == 4 and steps == sorted(steps) and steps[2] > ckpt["global_step"]
+    resumed = torch.load(path, weights_only=True)
+    assert resumed["iteration"] == 4 and resumed["args"]["seed"] == 3 and resumed["args"]["num_envs"] == 8
+    assert len(resumed["evals"]) == 4
+    assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
+
+    proc = run_script(SCRIPT, "--eval-only", path, "--eval-episodes", "8", timeout=300)
+    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
+    assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8) and "episodic_return=" in proc.stdout
+    assert not client_pids()  # eval-only starts no clients
+
+
 def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     """A 10M-step async run, returned once its first progress line is printed (one update done)."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
@@ -153,6 +179,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listening_addresses(port: int) -> set[str]:
+    """IPv4/IPv6 addresses with a TCP socket listening on port, from /proc/net/tcp{,6} (no ss/netstat needed)"""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.split(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    raw = bytes.fromhex(address)
+                    if len(raw) == 4:
+                        found.add(socket.inet_ntop(socket.AF_INET, raw[::-1]))
+                    else:  # four little-endian 32-bit words
+                        words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                        found.add(socket.inet_ntop(socket.AF_INET6, words))
+    return found
+
+
 def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
     """The learner and two clients started as separate commands, as on three hosts, against 127.0.0.1."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
@@ -164,7 +208,12 @@ def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
         procs.append(
             subprocess.Popen(client, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         )
+    port, deadline, addresses = int(net[3]), time.time() + 120, set()
+    while not addresses and time.time() < deadline and procs[0].poll() is None:
+        addresses = listening_addresses(port)
+        time.sleep(0.05)
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-1500:] for o in outs]
+    assert addresses == {"127.0.0.1"}  # the rendezvous store listens on --master-addr only, not on every interface
     [run] = run_dirs(tmp_path)
     assert len(read_scalars(run)["charts/SPS"]) == 2
