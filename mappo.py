@@ -58,6 +58,8 @@ class Args:
     """the W&B entity (team)"""
     save_model: bool = False
     """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C always writes one)"""
+    save_interval: int = 0
+    """also write that checkpoint every N updates, so that a run killed without Ctrl-C can --resume (0: off)"""
     resume: Optional[str] = None
     """continue the run saved in this checkpoint: its args are the defaults, flags you pass win"""
     eval_only: Optional[str] = None
@@ -236,7 +238,7 @@ def validate(args: Args):
     for name in positive:
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in ("eval_interval", "num_workers", "ent_coef", "vf_coef", "max_grad_norm", "huber_delta"):
+    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "max_grad_norm", "huber_delta"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if not 0 <= args.gae_lambda <= 1:
@@ -957,6 +959,11 @@ if __name__ == "__main__":
                     writer.add_scalar("eval/win_rate", win_rate, global_step)
                 writer.add_scalar("time/eval", time.time() - eval_start, global_step)
                 info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
+            if args.save_interval and iteration % args.save_interval == 0:  # a killed run loses at most N updates
+                path = f"runs/{run_name}/{args.exp_name}.pt"
+                save_checkpoint(
+                    path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals
+                )
             progress.update(task, completed=global_step, info=info)
             if progress.disable and (
                 iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)

@@ -29,13 +29,30 @@ budget() {  # env steps per run: BUDGETS if it names the env, else the acceptanc
   esac
 }
 
+finished() {  # checkpoint, env steps -> exit 0 when that checkpoint has done every update of the budget
+  "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True); a = c['args']
+sys.exit(c['iteration'] < int(sys.argv[2]) // (a['num_envs'] * a['num_steps']))" "$1" "$2"
+}
+
+# Every run saves a checkpoint every 10 updates and at the end: run this script again (same variables) after it was
+# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume.
 mkdir -p "$OUT"
 root=$(pwd)
+exp=$(basename "$SCRIPT" .py)
 for env in $ENV_IDS; do
   for seed in $(seq 1 "$NUM_SEEDS"); do
     steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
     log="${env//\//-}_seed${seed}.log"
-    echo "cd '$OUT' && '$PYTHON' '$root/$SCRIPT' --env-id $env --seed $seed --total-timesteps $steps $EXTRA > $log 2>&1"
+    ckpt=$(ls -t "$OUT"/runs/"${env//\//-}__${exp}__${seed}__"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
+    if [ -z "$ckpt" ]; then
+      run="--env-id $env --seed $seed"
+    elif finished "$ckpt" "$steps"; then
+      echo "done already: $ckpt" >&2
+      continue
+    else
+      run="--resume '$(realpath "$ckpt")'"
+    fi
+    echo "cd '$OUT' && '$PYTHON' '$root/$SCRIPT' $run --total-timesteps $steps --save-model --save-interval 10 $EXTRA >> $log 2>&1"
   done
 done | xargs -P "$WORKERS" -I{} bash -c "{} || echo 'failed: {}' >&2"
 "$PYTHON" benchmark/summarize.py "$OUT"

@@ -1,12 +1,16 @@
 """benchmark/summarize.py on a hand-made results folder: known medians, known IQM, the files it writes."""
 
 import json
+import os
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+import torch
+
+from conftest import ROOT, run_dirs
 
 sys.path.insert(0, str(ROOT / "benchmark"))
 import summarize  # noqa: E402
@@ -89,3 +93,26 @@ def test_mean_and_spread_over_seeds():
     # seed 1 at 0, 5, 10: 0, 0.5, 1; seed 2: 1, 1, 1 - 5/15
     assert mean == pytest.approx([0.5, 0.75, (1.0 + 2 / 3) / 2])
     assert low == pytest.approx([0.0, 0.5, 2 / 3]) and high == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
+    """benchmark/mappo.sh: an unfinished run (its last checkpoint) goes on with --resume; a finished one is skipped."""
+    small = ["--num-envs", "4", "--eval-episodes", "2"]  # 4 envs x 25 steps = 100 env steps per update
+    run_script("mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "200", "--save-model", *small)
+    [run] = run_dirs(tmp_path)
+    ckpt_path = os.path.join(run, "mappo.pt")
+    assert torch.load(ckpt_path, weights_only=True)["iteration"] == 2
+    env = dict(os.environ, OUT=str(tmp_path), ENV_IDS="simple_spread_v3", NUM_SEEDS="1", TOTAL_TIMESTEPS="300")
+    env.update(EXTRA=" ".join(small), PYTHON=sys.executable)
+
+    def bench():
+        return subprocess.run(["bash", str(ROOT / "benchmark" / "mappo.sh")], env=env, capture_output=True, text=True)
+
+    first = bench()
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert run_dirs(tmp_path) == [run]  # the same run went on
+    ckpt = torch.load(ckpt_path, weights_only=True)
+    assert ckpt["iteration"] == 3 and ckpt["global_step"] == 300 and len(ckpt["evals"]) == 3
+    second = bench()
+    assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
+    assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]
