@@ -2,9 +2,10 @@
 # Headline runs of mappo.py over several seeds, a few at a time; ends in a table, a plot and a JSON summary.
 #   bash benchmark/mappo.sh                                    # full budgets below, 3 seeds, 1 run at a time
 #   TOTAL_TIMESTEPS=6400 NUM_SEEDS=2 bash benchmark/mappo.sh   # a smoke run
-# Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS), WORKERS (runs at once), TOTAL_TIMESTEPS (overrides the
-# per-env budget), BUDGETS (per-env budgets that override the defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"),
-# OUT (results folder), PYTHON, EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it).
+# Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS),
+# WORKERS (runs at once), TOTAL_TIMESTEPS (overrides the per-env budget), BUDGETS (per-env budgets that override the
+# defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT (results folder), PYTHON, EXTRA (more flags, e.g.
+# "--cuda"), SCRIPT (mappo.py; ippo.sh sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV_IDS=${ENV_IDS:-"3m 2s3z 5m_vs_6m simple_spread_v3"}
