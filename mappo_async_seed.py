@@ -9,6 +9,7 @@ os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # TensorPipe warns about 
 import argparse
 import contextlib
 import copy
+import errno
 import importlib
 import json
 import math
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
@@ -174,7 +176,8 @@ class Args:
     world_size: int = 0
     """learner and client roles: learner + clients; 0 = num-clients + 1"""
     master_addr: str = "127.0.0.1"
-    """the learner's host; services bind to the loopback interface unless this names another host"""
+    """the learner's address (an address of one of its interfaces); services bind to it, so to the loopback interface
+    by default"""
     master_port: int = 29500
     """the learner's rendezvous port (learner and client roles)"""
     rpc_timeout: float = 60.0
@@ -942,19 +945,22 @@ def client_config() -> dict:
     return _SERVER.client_args
 
 
-_STORE_SOCKETS = []
-
-
 def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float):
     if master_addr in ("127.0.0.1", "localhost"):
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")  # TensorPipe listens on the loopback interface only
     if rank == 0 and init_method.startswith("tcp://"):
-        # torch's TCPStore would listen on every interface at the port: hand it a socket bound to --master-addr only
-        port = int(init_method.rsplit(":", 1)[1].split("/")[0])
-        sock = socket.create_server((master_addr, port), backlog=128)
-        _STORE_SOCKETS.append(sock)  # kept open for the store's lifetime
+        # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr's address only
+        url = urllib.parse.urlparse(init_method)
+        family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
+        try:
+            sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
+        except OSError as e:  # not an address of this host (behind NAT, say): every interface, as torch would
+            if e.errno != errno.EADDRNOTAVAIL:
+                raise
+            print(f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr)
+            sock = socket.create_server(("", url.port), backlog=128)
         store = dist.TCPStore(
-            master_addr, port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.fileno()
+            master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
         )
         dist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
         init_method = "cleanmappo://"

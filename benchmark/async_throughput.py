@@ -71,6 +71,8 @@ def main():
     )
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "async_throughput"))
     opts = parser.parse_args()
+    if min(opts.iterations, opts.smaclite_iterations) < 2:
+        parser.error("--iterations and --smaclite-iterations must be >= 2 (the first update is left out)")
     os.makedirs(opts.out, exist_ok=True)
     rows = []
     for env_id in opts.env_ids:
@@ -98,7 +100,9 @@ def main():
             print(json.dumps(row), flush=True)
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on cpu, {opts.num_clients} clients: "
-        f"`python benchmark/async_throughput.py --env-ids {' '.join(opts.env_ids)} --num-envs {opts.num_envs}`",
+        f"`python benchmark/async_throughput.py --env-ids {' '.join(opts.env_ids)} --num-envs {opts.num_envs} "
+        f"--num-clients {opts.num_clients} --splits {' '.join(map(str, opts.splits))} --iterations {opts.iterations} "
+        f"--smaclite-iterations {opts.smaclite_iterations}`",
         "",
         "Per update (seconds): the learner's wait for a batch and its update; the server's inference; env stepping summed "
         "over the clients (mappo.py: its env time).",

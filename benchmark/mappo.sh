@@ -30,13 +30,14 @@ budget() {  # env steps per run: BUDGETS if it names the env, else the acceptanc
   esac
 }
 
-finished() {  # checkpoint, env steps -> exit 0 when that checkpoint has done every update of the budget
-  "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True); a = c['args']
-sys.exit(c['iteration'] < int(sys.argv[2]) // (a['num_envs'] * a['num_steps']))" "$1" "$2"
+progress() {  # checkpoint, env steps -> exit 0: it has done every update of that budget, 3: not yet, other: unreadable
+  "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True, map_location='cpu'); a = c['args']
+sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
 }
 
 # Every run saves a checkpoint every 10 updates and at the end: run this script again (same variables) after it was
-# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume.
+# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume. Runs are found by
+# their run directory runs/<env>__<script name>__<seed>__*, so keep --exp-name out of EXTRA.
 mkdir -p "$OUT"
 root=$(pwd)
 exp=$(basename "$SCRIPT" .py)
@@ -46,14 +47,24 @@ for env in $ENV_IDS; do
     log="${env//\//-}_seed${seed}.log"
     ckpt=$(ls -t "$OUT"/runs/"${env//\//-}__${exp}__${seed}__"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
     if [ -z "$ckpt" ]; then
-      run="--env-id $env --seed $seed"
-    elif finished "$ckpt" "$steps"; then
-      echo "done already: $ckpt" >&2
-      continue
+      run=(--env-id "$env" --seed "$seed")
     else
-      run="--resume '$(realpath "$ckpt")'"
+      status=0
+      progress "$ckpt" "$steps" || status=$?
+      if [ "$status" = 0 ]; then
+        echo "done already: $ckpt" >&2
+        continue
+      elif [ "$status" != 3 ]; then
+        echo "skipped: cannot read $ckpt (move it away to start this seed again)" >&2
+        continue
+      fi
+      run=(--resume "$(realpath "$ckpt")")
     fi
-    echo "cd '$OUT' && '$PYTHON' '$root/$SCRIPT' $run --total-timesteps $steps --save-model --save-interval 10 $EXTRA >> $log 2>&1"
+    # one shell-quoted command per line (paths may hold spaces); $EXTRA is split into words on purpose
+    # shellcheck disable=SC2086
+    cmd=$(printf '%q ' cd "$OUT")"&& "$(printf '%q ' "$PYTHON" "$root/$SCRIPT" "${run[@]}" --total-timesteps "$steps" \
+      --save-model --save-interval 10 $EXTRA)
+    echo "$cmd>> $(printf '%q' "$log") 2>&1 || echo $(printf '%q' "failed: $env seed $seed, see $OUT/$log") >&2"
   done
-done | xargs -P "$WORKERS" -I{} bash -c "{} || echo 'failed: {}' >&2"
+done | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 "$PYTHON" benchmark/summarize.py "$OUT"

@@ -123,9 +123,9 @@ def main(results_dir):
 
 
 def mean_and_spread(curves: list, points: int = 200):
-    """curves: [(x, y)] per seed -> (grid, mean, min, max) on a grid up to the shortest curve's end (linear interp)."""
-    end = min(x[-1] for x, _ in curves)
-    grid = np.linspace(min(x[0] for x, _ in curves), end, points)
+    """curves: [(x, y)] per seed -> (grid, mean, min, max), linearly interpolated on a grid over the x range that every
+    curve covers (from the latest first point to the earliest last one), so no seed is extrapolated."""
+    grid = np.linspace(max(x[0] for x, _ in curves), min(x[-1] for x, _ in curves), points)
     ys = np.stack([np.interp(grid, x, y) for x, y in curves])
     return grid, ys.mean(0), ys.min(0), ys.max(0)
 

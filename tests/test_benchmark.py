@@ -1,4 +1,5 @@
-"""benchmark/summarize.py on a hand-made results folder: known medians, known IQM, the files it writes."""
+"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes), and
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one."""
 
 import json
 import os
@@ -7,7 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-
 import torch
 
 from conftest import ROOT, run_dirs
@@ -86,8 +86,8 @@ def test_marl_eval_json_and_plot(results):
 
 
 def test_mean_and_spread_over_seeds():
-    # two seeds evaluated at different steps; the grid stops where the shorter curve ends
-    curves = [(np.array([0.0, 10.0]), np.array([0.0, 1.0])), (np.array([0.0, 5.0, 20.0]), np.array([1.0, 1.0, 0.0]))]
+    # two seeds evaluated at different points; the grid spans only the range both cover, [0, 10]
+    curves = [(np.array([0.0, 10.0]), np.array([0.0, 1.0])), (np.array([-5.0, 5.0, 20.0]), np.array([1.0, 1.0, 0.0]))]
     grid, mean, low, high = summarize.mean_and_spread(curves, points=3)
     assert grid == pytest.approx([0.0, 5.0, 10.0])
     # seed 1 at 0, 5, 10: 0, 0.5, 1; seed 2: 1, 1, 1 - 5/15
@@ -98,7 +98,10 @@ def test_mean_and_spread_over_seeds():
 def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     """benchmark/mappo.sh: an unfinished run (its last checkpoint) goes on with --resume; a finished one is skipped."""
     small = ["--num-envs", "4", "--eval-episodes", "2"]  # 4 envs x 25 steps = 100 env steps per update
-    run_script("mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "200", "--save-model", *small)
+    # an unfinished run: only --save-interval wrote its checkpoint, after each of its 2 updates
+    run_script(
+        "mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "200", "--save-interval", "1", *small
+    )
     [run] = run_dirs(tmp_path)
     ckpt_path = os.path.join(run, "mappo.pt")
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 2
