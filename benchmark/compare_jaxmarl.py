@@ -36,6 +36,11 @@ def read_events(run_dir: str, tag: str) -> list[tuple[int, float, float]]:
     return [(e.step, e.wall_time, e.value) for e in acc.Scalars(tag)]
 
 
+def shown(cmd: list[str]) -> str:
+    """A command as the README shows it: `python`, paths relative to the repository"""
+    return " ".join(["python"] + [os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd[1:]])
+
+
 def first_reaching(rows, threshold):
     """rows: (step, seconds, value) -> the first row with value >= threshold, or None"""
     return next((r for r in rows if r[2] >= threshold), None)
@@ -69,7 +74,7 @@ def run_ours(args, out_dir: str) -> dict:
     for i in range(4, len(train)):
         w = np.array(episodes[i - 4 : i + 1])
         pooled.append((train[i][0], train[i][1], float(np.dot(w, [v for _, _, v in train[i - 4 : i + 1]]) / w.sum())))
-    return dict(cmd=" ".join(cmd[1:]), run_dir=os.path.relpath(run_dir, ROOT), train=train, eval=evals, pooled5=pooled)
+    return dict(cmd=shown(cmd), run_dir=os.path.relpath(run_dir, ROOT), train=train, eval=evals, pooled5=pooled)
 
 
 def run_jaxmarl(args, out_dir: str) -> dict:
@@ -83,7 +88,7 @@ def run_jaxmarl(args, out_dir: str) -> dict:
     with open(out) as f:
         data = json.load(f)
     rows = [(r["step"], r["wall_time"], r["win_rate"]) for r in data["rows"] if r["win_rate"] == r["win_rate"]]
-    return dict(cmd=" ".join(cmd[1:]), train=rows, config=data["config"])
+    return dict(cmd=shown(cmd), train=rows, config=data["config"])
 
 
 def summarize(args, ours: dict, theirs: dict, out_dir: str):
