@@ -44,3 +44,12 @@ def read_scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
     acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     acc.Reload()
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def smaclite_missing() -> str:
+    """'' when SMAClite imports, else the reason to skip its tests"""
+    try:
+        import smaclite  # noqa: F401
+    except Exception as e:  # ImportError, or its Rtree without libspatialindex (OSError)
+        return f"SMAClite not installed ({type(e).__name__}: {e}); see README.md#smaclite"
+    return ""

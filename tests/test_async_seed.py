@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, read_scalars, run_dirs
+from conftest import ROOT, read_scalars, run_dirs, smaclite_missing
 
 SCRIPT = "mappo_async_seed.py"
 SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
@@ -108,6 +108,22 @@ def test_smoke_and_clean_end(run_script, tmp_path, mode):
     if mode == "serial":  # no policy lag: the first ratio is exactly 1, as in mappo.py
         assert all(v == 0 for _, v in scalars["stats/policy_lag"])
         assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
+
+
+@pytest.mark.parametrize("env_id", ["simple_spread_v3", "simple_speaker_listener_v4", "smaclite/2s3z"])
+def test_smoke_other_backends(run_script, tmp_path, env_id):
+    """The MPE and SMAClite adapters in the clients: 4 envs = 2 clients x 2 splits x 1 env, two updates"""
+    if env_id.startswith("smaclite/") and smaclite_missing():
+        pytest.skip(smaclite_missing())
+    flags = ["--env-id", env_id, "--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2"]
+    run_script(SCRIPT, *flags, "--eval-episodes", "2", "--total-timesteps", "256", "--num-workers", "1", timeout=300)
+    assert wait_no_clients(10), client_pids()
+    [run] = run_dirs(tmp_path)
+    scalars = read_scalars(run)
+    assert len(scalars["charts/SPS"]) == 2
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "popart/std"):
+        assert len(scalars[tag]) == 2 and all(v == v for _, v in scalars[tag]), tag  # no NaN
+    assert "eval/episodic_return" in scalars and ("eval/win_rate" in scalars) == env_id.startswith("smaclite/")
 
 
 def test_checkpoint_save_resume_eval_only(run_script, tmp_path):

@@ -12,18 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, read_scalars, run_dirs
+from conftest import ROOT, read_scalars, run_dirs, smaclite_missing
 
 SMALL = ["--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
 TWO_UPDATES = ["--total-timesteps", "256"]  # 4 envs x 32 steps = 128 env steps per update
-
-
-def smaclite_missing() -> str:
-    try:
-        import smaclite  # noqa: F401
-    except Exception as e:  # ImportError, or its Rtree without libspatialindex (OSError)
-        return f"SMAClite not installed ({type(e).__name__}: {e}); see README.md#smaclite"
-    return ""
 
 
 def random_policy_return(env_id: str, episodes: int) -> float:
