@@ -667,6 +667,7 @@ def write_eval_summary(path: str, args: Args, global_step: int, evals: list) -> 
         return
     last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
     summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
+    summary["budget"] = args.num_iterations * args.batch_size  # global_step < budget: stopped early (Ctrl-C)
     summary.update(median_win_rate=float(np.median(last[:, 1])), median_return=float(np.median(last[:, 2])))
     summary["evals"] = [dict(zip(("step", "win_rate", "episodic_return", "wall_time"), e)) for e in evals]
     with open(path, "w") as f:

@@ -54,10 +54,14 @@ def first_reaching(evals, key, threshold):
 
 
 def load(results_dir):
+    """(script, env) -> the eval summaries of its finished runs; runs stopped before their budget are left out."""
     runs = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(results_dir, "runs", "*", "eval_summary.json"))):
         with open(path) as f:
             summary = json.load(f)
+        if summary["global_step"] < summary.get("budget", 0):
+            print(f"left out, stopped at step {summary['global_step']} of {summary['budget']}: {path}")
+            continue
         summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
         runs[(summary["script"], summary["env_id"])].append(summary)
     return runs
