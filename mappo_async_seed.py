@@ -151,6 +151,12 @@ class Args:
     """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
     value_active_masks: bool = False
     """leave dead agents' steps out of the value loss [MAPPO: off, train_smac.sh passes the store_false flag]"""
+    recurrent: bool = False
+    """MLP -> GRU -> LayerNorm actor and critic as mappo_rnn.py: the server keeps a hidden state per (client, split,
+    env, agent), the learner trains by chunks; on the maps of Async MAPPO Table 2 it also sets that table's batch
+    magnification (num-envs = 8 x it) and sample reuse (update-epochs) [Async MAPPO: MLP + GRU (Table 2); off: mappo.py]"""
+    data_chunk_length: int = 10
+    """--recurrent: BPTT chunk length, steps [MAPPO: 10 (Table 3)]"""
 
     # async (SEED) architecture
     asynchronous: Annotated[bool, tyro.conf.arg(name="async")] = True
@@ -191,7 +197,8 @@ class Args:
     batch_size: int = field(default=0, init=False)
     """(computed) num_envs * num_steps env steps per rollout"""
     minibatch_size: int = field(default=0, init=False)
-    """(computed) agent-steps per mini-batch: ceil(batch_size * num_agents / num_minibatches)"""
+    """(computed) chunks per mini-batch: ceil(ceil(num_steps / C) * num_envs * num_agents / num_minibatches), C = the
+    chunk length with --recurrent, else 1 (a chunk is then one agent-step)"""
     num_iterations: int = field(default=0, init=False)
     """(computed) total_timesteps // batch_size"""
 
@@ -210,6 +217,10 @@ SMAC_MAP_PRESETS = {
     **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
     "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
 }
+# Async MAPPO Table 2 (--recurrent): batch magnification over the serial 8 envs x 400 steps -> num-envs, sample reuse
+ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
+ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
+ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
 MPE_TASK_PRESETS = {  # MAPPO Table 11
     "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
     "simple_reference_v3": dict(update_epochs=15, activation="relu"),
@@ -266,8 +277,10 @@ def smaclite_maps() -> list[str]:
     return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
 
 
-def env_presets(env_id: str) -> dict:
+def env_presets(env_id: str, recurrent: bool = False) -> dict:
     """The paper's settings for env_id; exits 2 with the list of valid ids when env_id is unknown."""
+    if recurrent:  # Table 2's batch and reuse on its maps (SMAX or SMAClite), MAPPO's settings elsewhere
+        return {**env_presets(env_id), **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
     if env_id in MPE_ENVS:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
     if env_id.startswith("smaclite/"):
@@ -286,7 +299,7 @@ def env_presets(env_id: str) -> dict:
 def validate(args: Args):
     positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
     positive += ("num_stacked_frames", "num_clients", "num_splits", "envs_per_split", "server_batch", "rpc_timeout")
-    positive += ("client_timeout",)
+    positive += ("client_timeout", "data_chunk_length")
     positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "gamma", "clip_coef")
     for name in positive:
         if not getattr(args, name) > 0:
@@ -333,6 +346,8 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     pre = argparse.ArgumentParser(add_help=False)
     for name, alias in (("--env-id", "--env_id"), ("--resume", "--resume"), ("--eval-only", "--eval_only")):
         pre.add_argument(name, alias)
+    pre.add_argument("--recurrent", action="store_true")
+    pre.add_argument("--no-recurrent", dest="recurrent", action="store_false")
     known, _ = pre.parse_known_args(argv)
     ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
     init_names = [f.name for f in fields(Args) if f.init]
@@ -341,7 +356,7 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
     else:
         env_id = known.env_id or Args.env_id
-        defaults = Args(env_id=env_id, **env_presets(env_id))
+        defaults = Args(env_id=env_id, **env_presets(env_id, known.recurrent))
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
     if args.role == "learner" and args.world_size:
         args.num_clients = args.world_size - 1
@@ -671,27 +686,84 @@ def mlp(in_dim: int, hidden_dim: int, num_layers: int, activation: str, use_feat
     return nn.Sequential(*layers)
 
 
+def gru_cell(hidden_dim: int) -> nn.GRUCell:
+    """The MAPPO code's RNNLayer init: orthogonal weights, zero biases"""
+    cell = nn.GRUCell(hidden_dim, hidden_dim)
+    for name, param in cell.named_parameters():
+        nn.init.orthogonal_(param) if "weight" in name else nn.init.zeros_(param)
+    return cell
+
+
+def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t begins an episode,
+    so the hidden state is zeroed before it -> (T,...,H) the hidden state after each step"""
+    out = []
+    for t in range(x.shape[0]):
+        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)  # a new episode starts from zeros
+        h = cell(x[t].reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1])).view(h.shape)
+        out.append(h)
+    return torch.stack(out)
+
+
 class Actor(nn.Module):
-    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01):
+    """MLP -> policy head; with recurrent, MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
+
+    def __init__(
+        self,
+        in_dim,
+        num_actions,
+        hidden_dim=64,
+        num_layers=2,
+        activation="relu",
+        use_feature_norm=True,
+        gain=0.01,
+        recurrent=False,
+    ):
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
+        self.gru = gru_cell(hidden_dim) if recurrent else None
+        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.body(x))  # (..., U) logits
+    def forward(self, x: torch.Tensor, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """feed-forward: x (...,in) -> logits (...,U), None. recurrent: x (T,...,in), h (...,H), starts (T,...)
+        -> logits (T,...,U), hidden states after each step (T,...,H)"""
+        if self.gru is None:
+            return self.head(self.body(x)), None
+        out = gru_scan(self.gru, self.body(x), h, starts)
+        return self.head(self.gru_norm(out)), out
 
 
 class Critic(nn.Module):
-    def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True):
+    """MLP -> PopArt value head; with recurrent, MLP -> GRU -> LayerNorm -> PopArt value head"""
+
+    def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, recurrent=False):
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
+        self.gru = gru_cell(hidden_dim) if recurrent else None
+        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
         self.popart = PopArt(hidden_dim, 1)  # identity statistics unless --use-popart updates them
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.popart(self.body(x)).squeeze(-1)  # (...,) normalised value
+    def forward(self, x: torch.Tensor, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """as Actor.forward -> normalised values (...,), hidden states (T,...,H) or None"""
+        if self.gru is None:
+            return self.popart(self.body(x)).squeeze(-1), None
+        out = gru_scan(self.gru, self.body(x), h, starts)
+        return self.popart(self.gru_norm(out)).squeeze(-1), out
 
-    def value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.popart.denormalize(self.forward(x).unsqueeze(-1)).squeeze(-1)  # (...,) in return units
+    def value(self, x, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """as forward, with the values in return units"""
+        v, out = self.forward(x, h, starts)
+        return self.popart.denormalize(v.unsqueeze(-1)).squeeze(-1), out
+
+
+def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
+    """(T,E,A,...) -> (C, K*E*A, ...): each agent's rollout cut into K = ceil(T/C) chunks of C steps, the last one
+    zero-padded at its end (padded steps are masked out of the losses). C = 1 is the flat batch of mappo.py."""
+    T, C = x.shape[0], chunk_length
+    K = math.ceil(T / C)
+    x = torch.cat([x, x.new_zeros((K * C - T, *x.shape[1:]))]) if K * C > T else x
+    return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])  # chunk index = (k, e, a)
 
 
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
@@ -721,17 +793,23 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 @torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) -> tuple[float, float]:
-    """Greedy evaluation: each env plays its first ceil(N/E) episodes (no bias to short ones), the first N count.
-    Returns (win rate, mean team return)."""
+    """Greedy evaluation (a recurrent actor starts every episode from a zero hidden state): each env plays its first
+    ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team return)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
+    hidden = actor.head.in_features
+    actor_h = torch.zeros((envs.num_envs, envs.num_agents, hidden), device=device)  # (E,A,H), unused without a GRU
+    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
     nxt = envs.reset()
     while min(len(r) for r in results) < per_env:
-        logits = actor(actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids))  # (E,A,U)
-        action = MaskedCategorical(logits, torch.from_numpy(nxt["avail"]).to(device)).mode()  # (E,A)
+        x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
+        logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H) or None
+        actor_h = actor_hs[0] if actor_hs is not None else actor_h
+        action = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device)).mode()  # (E,A)
         nxt = envs.step(action.cpu().numpy())
         ep_return += nxt["reward"]
+        starts[0] = torch.from_numpy(nxt["terminated"] | nxt["truncated"]).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
         for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
             if len(results[e]) < per_env:
                 results[e].append((float(nxt["won"][e]), ep_return[e]))
@@ -768,9 +846,12 @@ def write_eval_summary(path: str, args: Args, global_step: int, evals: list) -> 
 
 # ASYNC ROLES. The inference server and its rollout buffer live in the learner's process (a thread), so the learner
 # reads finished segments without copies between processes; env clients are processes that reach it over RPC.
-SEGMENT_KEYS = ("obs", "env_state", "avail", "alive", "actions", "logprobs", "rewards", "terminated", "truncated")
-SEGMENT_KEYS += ("final_obs", "final_state", "final_alive")  # (T,k,...): env axis 1
-NEXT_KEYS = ("next_obs", "next_env_state", "next_alive")  # (k,...): the bootstrap observation after the last step
+# A rollout segment, one slot's T steps of its k envs, as the learner gets it (numpy arrays):
+#   obs, env_state, avail, alive, actions, logprobs (T,k,...); rewards, terminated, truncated (T,k); final_obs,
+#   final_state, final_alive (T,k,...): the last observation of an episode that ended at step t; next_obs,
+#   next_env_state, next_alive (k,...): the bootstrap observation after step T-1; versions (T,): the policy that acted;
+#   slot, index: the slot's index-th segment; --recurrent: starts (T,k) step t begins an episode, actor_h (T,k,A,H)
+#   the actor's hidden state entering step t
 _SERVER = None  # the learner process's InferenceServer; the RPC functions below run in that process
 
 
@@ -778,7 +859,8 @@ class InferenceServer:
     """Batches requests (one split of k envs each), runs the policy once per batch and answers every request with its
     actions. Each (client, split) slot fills a rollout segment of num_steps steps: a request first records the outcome
     of the slot's previous step (reward, ends, final observation), then the new step (observation, action, log-prob,
-    policy version). A segment is complete when its last step's outcome arrives, with the bootstrap observation."""
+    policy version). A segment is complete when its last step's outcome arrives, with the bootstrap observation.
+    A recurrent actor's hidden state lives here, one per (slot, env, agent), and is stored with every step."""
 
     def __init__(self, actor, agent_ids, num_steps, server_batch, flush_timeout, num_clients, num_splits, device, client_args):
         self.actor, self.agent_ids, self.T, self.device = actor, agent_ids, num_steps, device
@@ -793,6 +875,7 @@ class InferenceServer:
         self.last_seen = {c: time.time() for c in range(num_clients)}  # client -> time of its last request
         self.waiting = {c: 0 for c in range(num_clients)}  # client -> its requests not answered yet (it is alive)
         self.stopping, self.stopped_clients, self.thread = threading.Event(), set(), None
+        self.hidden, self.segment_index = {}, {}  # slot -> (k,A,H) actor hidden state after its last step; segments made
 
     # learner side
     def publish(self, actor: nn.Module):
@@ -875,7 +958,7 @@ class InferenceServer:
             seg.update(next_obs=data["obs"], next_env_state=data["env_state"], next_alive=data["alive"])
             while not self.stopping.is_set():  # bounded queue: the server waits for the learner, never forever
                 try:
-                    self.ready.put({k: seg[k] for k in (*SEGMENT_KEYS, *NEXT_KEYS, "versions")}, timeout=0.5)
+                    self.ready.put({k: seg[k] for k in seg if k not in ("t", "pending")}, timeout=0.5)
                     break
                 except queue.Full:
                     continue
@@ -883,7 +966,8 @@ class InferenceServer:
 
     def new_segment(self, slot, data: dict) -> dict:
         T, (k, A) = self.T, data["obs"].shape[:2]
-        seg = dict(t=0, pending=False, versions=np.zeros(T, dtype=np.int64))
+        seg = dict(t=0, pending=False, versions=np.zeros(T, dtype=np.int64), slot=slot)
+        seg["index"] = self.segment_index[slot] = self.segment_index.get(slot, -1) + 1  # the slot's n-th segment
         for key, src, dtype in (("obs", "obs", np.float32), ("env_state", "env_state", np.float32)):
             seg[key] = np.zeros((T, *data[src].shape), dtype=dtype)
         seg["final_obs"], seg["final_state"] = np.zeros_like(seg["obs"]), np.zeros_like(seg["env_state"])
@@ -892,6 +976,9 @@ class InferenceServer:
         seg["actions"], seg["logprobs"] = np.zeros((T, k, A), dtype=np.int64), np.zeros((T, k, A), dtype=np.float32)
         seg["rewards"] = np.zeros((T, k), dtype=np.float32)
         seg["terminated"], seg["truncated"] = np.zeros((T, k), dtype=bool), np.zeros((T, k), dtype=bool)
+        if self.actor.gru is not None:
+            seg["starts"] = np.zeros((T, k), dtype=bool)
+            seg["actor_h"] = np.zeros((T, k, A, self.actor.gru.hidden_size), dtype=np.float32)
         self.episode.setdefault(slot, dict(**{"return": np.zeros(k), "length": np.zeros(k, dtype=np.int64)}))
         return seg
 
@@ -905,7 +992,19 @@ class InferenceServer:
                 self.new_params, self.loaded_version = None, self.version
         obs = torch.from_numpy(np.concatenate([d["obs"] for _, d, _ in batch])).to(self.device)  # (sum k, A, O)
         avail = torch.from_numpy(np.concatenate([d["avail"] for _, d, _ in batch])).to(self.device)  # (sum k, A, U)
-        dist = MaskedCategorical(self.actor(actor_input(obs, self.agent_ids)), avail)
+        n, A = obs.shape[:2]
+        if self.actor.gru is not None:  # a request without an outcome is a reset: every env begins an episode
+            starts = np.concatenate(
+                [d["terminated"] | d["truncated"] if "reward" in d else np.ones(len(d["obs"]), bool) for _, d, _ in batch]
+            )  # (sum k,)
+            H = self.actor.gru.hidden_size
+            h = np.concatenate([self.hidden.get(slot, np.zeros((len(d["obs"]), A, H), np.float32)) for slot, d, _ in batch])
+            starts_t = torch.from_numpy(starts).to(self.device)[None, :, None].expand(1, n, A)  # (1, sum k, A)
+            logits, new_h = self.actor(actor_input(obs, self.agent_ids)[None], torch.from_numpy(h).to(self.device), starts_t)
+            logits, new_h = logits[0], new_h[0].cpu().numpy()  # (sum k, A, U), (sum k, A, H)
+        else:
+            logits, _ = self.actor(actor_input(obs, self.agent_ids))  # (sum k, A, U)
+        dist = MaskedCategorical(logits, avail)
         action = dist.sample()  # (sum k, A)
         action, logprob = action.cpu().numpy(), dist.log_prob(action).cpu().numpy()
         actions, i = [], 0
@@ -913,6 +1012,8 @@ class InferenceServer:
             k = len(data["obs"])
             seg = self.slots.get(slot) or self.slots.setdefault(slot, self.new_segment(slot, data))
             t = seg["t"]
+            if self.actor.gru is not None:  # the state entering step t, before its reset, as mappo_rnn.py stores it
+                seg["starts"][t], seg["actor_h"][t], self.hidden[slot] = starts[i : i + k], h[i : i + k], new_h[i : i + k]
             seg["obs"][t], seg["env_state"][t], seg["avail"][t], seg["alive"][t] = (
                 data["obs"],
                 data["env_state"],
@@ -1104,15 +1205,18 @@ if __name__ == "__main__":
         args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
     )
     A, U = eval_envs.num_agents, eval_envs.num_actions
-    args.minibatch_size = math.ceil(args.batch_size * A / args.num_minibatches)
-    if args.num_minibatches > args.batch_size * A:
-        fail(f"--num-minibatches {args.num_minibatches} exceeds the {args.batch_size * A} agent-steps of a rollout")
+    C = args.data_chunk_length if args.recurrent else 1  # a feed-forward batch is chunks of one step
+    num_chunks = math.ceil(args.num_steps / C) * args.num_envs * A
+    args.minibatch_size = math.ceil(num_chunks / args.num_minibatches)
+    if args.num_minibatches > num_chunks:
+        fail(f"--num-minibatches {args.num_minibatches} exceeds the {num_chunks} chunks of a rollout")
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
     state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
 
-    actor = Actor(obs_dim + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain)
-    critic = Critic(state_dim, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
+    net_args = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
+    actor = Actor(obs_dim + A, U, *net_args, gain=args.gain, recurrent=args.recurrent)
+    critic = Critic(state_dim, *net_args, recurrent=args.recurrent)
     actor, critic = actor.to(device), critic.to(device)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
@@ -1152,6 +1256,8 @@ if __name__ == "__main__":
     )
     # ASYNC: the inference server (a thread here) and the env clients (local processes, or remote ones joining by rank)
     T, E, S, m, k = args.num_steps, args.num_envs, state_dim, args.num_splits, args.envs_per_split
+    H = args.hidden_dim
+    critic_carry = {}  # --recurrent: slot -> (segment index, (k,A,H) critic hidden state after that segment)
     server = InferenceServer(
         copy.deepcopy(actor), agent_ids, T, args.server_batch, args.flush_timeout, args.num_clients, m, device, asdict(args)
     )
@@ -1249,48 +1355,84 @@ if __name__ == "__main__":
             )
             policy_lag = server.version - np.stack([seg["versions"] for seg in segments], axis=1)  # (T, segments)
 
-            # ALGO LOGIC: values of the whole rollout in one batched forward (the critic did not change), then GAE
+            if args.recurrent:  # the hidden states the server kept: actor's from the segments, critic's carried here
+                starts = stack("starts").unsqueeze(-1).expand(T, E, A)  # (T,E,A) step t begins an episode
+                actor_hs = stack("actor_h")  # (T,E,A,H) the actor's hidden state entering step t, before its reset
+                initial_critic_h = torch.cat(  # (E,A,H) after the slot's previous segment, zeros if that one was dropped
+                    [
+                        critic_carry[seg["slot"]][1]
+                        if critic_carry.get(seg["slot"], (None,))[0] == seg["index"] - 1
+                        else torch.zeros((k, A, H), device=device)
+                        for seg in segments
+                    ]
+                )
+            else:
+                starts, actor_hs, initial_critic_h = torch.zeros((T, E, A), dtype=torch.bool, device=device), None, None
+
+            # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan with --recurrent (it did
+            # not change during the rollout), then GAE
             with torch.no_grad():
-                values_dn = critic.value(state)  # (T,E,A) denormalised V(s_t)
+                values_dn, critic_out = critic.value(state, initial_critic_h, starts)  # (T,E,A) V(s_t), (T,E,A,H)
                 final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                final_values_dn[truncated] = critic.value(final_state[truncated])
-                next_value = critic.value(next_state)  # (E,A)
+                next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
+                if args.recurrent:
+                    critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
+                    if truncated.any():  # the final observation continues the episode: one more step from h after t
+                        final_x = final_state[truncated][None]  # (1,n,A,S)
+                        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
+                        final_values_dn[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+                    for j, seg in enumerate(segments):  # the next segment of this slot starts from here
+                        critic_carry[seg["slot"]] = (seg["index"], critic_out[-1, j * k : (j + 1) * k])
+                    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+                else:
+                    final_values_dn[truncated] = critic.value(final_state[truncated])[0]
+                    next_value = critic.value(next_state)[0]  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
                 )
                 if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, output layer rescaled
                     critic.popart.update(returns)
-                b_returns_n = critic.popart.normalize(returns.reshape(-1, 1)).squeeze(-1)  # (T*E*A,)
-                b_values_n = critic.popart.normalize(values_dn.reshape(-1, 1)).squeeze(-1)  # old values, new statistics
-
-            # flatten the batch
-            b_obs = actor_input(obs, agent_ids).reshape(-1, obs_dim + A)  # (B, O+A), B = T*E*A
-            b_state = state.reshape(-1, S)  # (B, S)
-            b_avail = avail_actions.reshape(-1, U)  # (B, U)
-            b_alive = alive.reshape(-1)  # (B,)
-            b_actions = actions.reshape(-1)
-            b_logprobs = logprobs.reshape(-1)
-            b_advantages = advantages.reshape(-1)
             if args.norm_adv:  # over the active agent-steps only
-                active_adv = b_advantages[b_alive] if b_alive.any() else b_advantages
-                b_advantages = (b_advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
-            policy_mask = b_alive if args.policy_active_masks else torch.ones_like(b_alive)
-            value_mask = b_alive if args.value_active_masks else torch.ones_like(b_alive)
+                active_adv = advantages[alive] if alive.any() else advantages
+                advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
+
+            # ALGO LOGIC: cut the rollout into chunks of C steps (C = 1 without --recurrent: the flat batch of mappo.py);
+            # each chunk starts from its stored hidden states
+            c_obs = to_chunks(actor_input(obs, agent_ids), C)  # (C, N, O+A), N = ceil(T/C)*E*A chunks
+            c_state = to_chunks(state, C)  # (C, N, S)
+            c_avail = to_chunks(avail_actions, C)  # (C, N, U)
+            c_starts = to_chunks(starts, C)  # (C, N)
+            c_valid = to_chunks(torch.ones_like(alive), C)  # (C, N) False on the padding after step T
+            c_alive = to_chunks(alive, C)  # (C, N) False on the padding too
+            c_actions = to_chunks(actions, C)  # (C, N)
+            c_logprobs = to_chunks(logprobs, C)  # (C, N)
+            c_advantages = to_chunks(advantages, C)  # (C, N)
+            with torch.no_grad():  # PopArt-normalised targets, and the old values under the new statistics
+                c_returns_n = to_chunks(critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
+                c_values_n = to_chunks(critic.popart.normalize(values_dn.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
+            c_actor_h0 = actor_hs[::C].reshape(-1, H) if args.recurrent else None  # (N, H) entering each chunk
+            c_critic_h0 = critic_hs[::C].reshape(-1, H) if args.recurrent else None  # (N, H)
+            policy_mask = c_alive if args.policy_active_masks else c_valid
+            value_mask = c_alive if args.value_active_masks else c_valid
 
             # Optimizing the policy and value network
             update_start = time.time()
-            B, minibatch_size = b_actions.shape[0], args.minibatch_size
-            clipfracs, first_ratio_dev = [], 0.0
+            N, minibatch_size = c_actions.shape[1], args.minibatch_size
+            clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
             for epoch in range(args.update_epochs):
-                b_inds = torch.randperm(B, device=device)
-                for start in range(0, B, minibatch_size):
-                    mb_inds = b_inds[start : start + minibatch_size]
-                    mb_policy_mask = policy_mask[mb_inds]
+                b_inds = torch.randperm(N, device=device)
+                for start in range(0, N, minibatch_size):
+                    mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
+                    mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+                    mb_actor_h0 = c_actor_h0[mb_inds] if args.recurrent else None
+                    mb_critic_h0 = c_critic_h0[mb_inds] if args.recurrent else None
 
-                    dist = MaskedCategorical(actor(b_obs[mb_inds]), b_avail[mb_inds])
-                    newlogprob = dist.log_prob(b_actions[mb_inds])
+                    # BPTT through each chunk with --recurrent; the hidden state resets where an episode starts in it
+                    logits, _ = actor(c_obs[:, mb_inds], mb_actor_h0, c_starts[:, mb_inds])  # (C, mb, U)
+                    dist = MaskedCategorical(logits, c_avail[:, mb_inds])
+                    newlogprob = dist.log_prob(c_actions[:, mb_inds])  # (C, mb)
                     entropy = dist.entropy()
-                    logratio = newlogprob - b_logprobs[mb_inds]
+                    logratio = newlogprob - c_logprobs[:, mb_inds]
                     ratio = logratio.exp()
 
                     with torch.no_grad():
@@ -1298,11 +1440,11 @@ if __name__ == "__main__":
                         old_approx_kl = masked_mean(-logratio, mb_policy_mask)
                         approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
                         clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
-                        if epoch == 0 and start == 0:  # must be exactly 0: the update sees what the rollout saw
-                            first_ratio_dev = (ratio - 1.0).abs().max().item()
+                        if epoch == 0 and start == 0:  # 0 at zero policy lag: the update sees what the server saw
+                            first_ratio_dev = (ratio - 1.0).abs()[c_valid[:, mb_inds]].max().item()
 
-                    mb_advantages = b_advantages[mb_inds]
-                    # Policy loss
+                    mb_advantages = c_advantages[:, mb_inds]
+                    # Policy loss, over every active step of every chunk
                     pg_loss1 = -mb_advantages * ratio
                     pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
                     pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
@@ -1314,15 +1456,17 @@ if __name__ == "__main__":
                     actor_optimizer.step()
 
                     # Value loss, on PopArt-normalised values
-                    newvalue = critic(b_state[mb_inds])
-                    mb_returns, mb_values = b_returns_n[mb_inds], b_values_n[mb_inds]
+                    newvalue, _ = critic(c_state[:, mb_inds], mb_critic_h0, c_starts[:, mb_inds])  # (C, mb)
+                    mb_returns, mb_values = c_returns_n[:, mb_inds], c_values_n[:, mb_inds]
+                    if epoch == 0 and start == 0:  # ~0: the chunks rebuild the critic's values (PopArt rounding)
+                        first_value_dev = (newvalue - mb_values).detach().abs()[c_valid[:, mb_inds]].max().item()
 
                     v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
                     if args.clip_vloss:
                         v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
                         v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
                         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
-                    v_loss = masked_mean(v_loss_unclipped, value_mask[mb_inds])
+                    v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
                     critic_optimizer.zero_grad()
                     (v_loss * args.vf_coef).backward()
                     critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
@@ -1366,6 +1510,7 @@ if __name__ == "__main__":
             writer.add_scalar("losses/grad_norm", grad_norm.item(), global_step)
             writer.add_scalar("losses/critic_grad_norm", critic_grad_norm.item(), global_step)
             writer.add_scalar("losses/first_ratio_dev", first_ratio_dev, global_step)
+            writer.add_scalar("losses/first_value_dev", first_value_dev, global_step)
             if args.use_popart:
                 mean, std = critic.popart.stats()
                 writer.add_scalar("popart/mean", mean.item(), global_step)
