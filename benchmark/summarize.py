@@ -98,6 +98,7 @@ def main(results_dir):
         )
         row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
         row.update(median=float(median), std=float(std), metric=metric, env_steps=steps)
+        row["wall_time"] = [s["wall_time"] for s in summaries]  # seconds from the start to the last evaluation
         if is_smac:
             row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]
             row["first_0.95"] = [first_reaching(s["evals"], "win_rate", 0.95) for s in summaries]
@@ -122,7 +123,16 @@ def main(results_dir):
         for r in table
         if "first_0.8" in r
     ]
-    md = "\n".join(lines + [""] + reach) + "\n"
+    walls = [
+        f"- {r['script']} {r['env_id']}, wall time of each run (start to last evaluation): "
+        + ", ".join(f"{w:.0f} s" for w in r["wall_time"])
+        for r in table
+        if "wall_time" in r
+    ]
+    for script in scripts:
+        total = sum(sum(r["wall_time"]) for r in table if r.get("script") == script and "wall_time" in r)
+        walls.append(f"- {script}: all its runs together {total / 3600:.1f} h of wall time")
+    md = "\n".join(lines + [""] + reach + [""] + walls) + "\n"
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write(md)
     with open(os.path.join(results_dir, "summary.json"), "w") as f:
