@@ -139,8 +139,8 @@ def summarize(args, ours: dict, theirs: dict, out_dir: str):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--jaxmarl-dir", default=os.environ.get("JAXMARL_DIR"), required=not os.environ.get("JAXMARL_DIR"))
-    p.add_argument("--jaxmarl-python", required=True, help="the python of the venv set up for JaxMARL")
+    p.add_argument("--jaxmarl-dir", default=os.environ.get("JAXMARL_DIR"))
+    p.add_argument("--jaxmarl-python", help="the python of the venv set up for JaxMARL")
     p.add_argument("--map", default="3m")
     p.add_argument("--threshold", type=float, default=0.8)
     p.add_argument("--extra-updates", type=int, default=5, help="updates each run goes on after the threshold")
@@ -149,7 +149,19 @@ def main():
     p.add_argument("--ours-timesteps", type=int, default=2_000_000, help="our budget if the threshold is never reached")
     p.add_argument("--reuse-jaxmarl", action="store_true", help="keep an earlier JaxMARL result in --out, run ours only")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "jaxmarl_compare"))
+    p.add_argument("--summary-only", action="store_true", help="run nothing: write summary and plot from summary.json")
     args = p.parse_args()
+    if args.summary_only:  # the measured rows as they are; commands stored with absolute paths are shown relative
+        with open(os.path.join(args.out, "summary.json")) as f:
+            saved = json.load(f)
+        theirs, ours = saved["jaxmarl"], saved["ours"]
+        for run in (theirs, ours):
+            words = run["cmd"].split()
+            run["cmd"] = run["cmd"] if words[0] == "python" else shown(["python", *words])
+        summarize(args, ours, theirs, args.out)
+        return
+    if not (args.jaxmarl_dir and args.jaxmarl_python):
+        p.error("--jaxmarl-dir (or JAXMARL_DIR) and --jaxmarl-python are required")
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
     theirs = run_jaxmarl(args, args.out)
     ours = run_ours(args, args.out)

@@ -44,7 +44,7 @@ exp=$(basename "$SCRIPT" .py)
 for env in $ENV_IDS; do
   for seed in ${SEEDS:-$(seq 1 "$NUM_SEEDS")}; do
     steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
-    log="${env//\//-}_seed${seed}.log"
+    log="${env//\//-}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
     ckpt=$(ls -t "$OUT"/runs/"${env//\//-}__${exp}__${seed}__"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
     if [ -z "$ckpt" ]; then
       run=(--env-id "$env" --seed "$seed")
