@@ -367,7 +367,10 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     if args.envs_per_split > 0:
         args.num_envs = num_splits * args.envs_per_split
     elif args.num_envs % num_splits:
-        fail(f"--num-envs {args.num_envs} is not a multiple of --num-clients x --num-splits = {num_splits}")
+        fail(
+            f"--num-envs {args.num_envs} (yours, or the preset of {args.env_id}) is not a multiple of --num-clients x "
+            f"--num-splits = {num_splits}; pass --num-envs or --envs-per-split"
+        )
     else:
         args.envs_per_split = args.num_envs // num_splits
     args.server_batch = args.server_batch or args.num_clients
@@ -1162,6 +1165,41 @@ def serial_collect(server, slot_envs: list, outs: list, n: int) -> list[dict]:
             server.client_env_time[0] = server.client_env_time.get(0, 0.0) + time.time() - start
 
 
+@torch.no_grad()
+def critic_over_segments(critic, state, starts, segments: list, carry: dict):
+    """--recurrent: the critic over a batch of segments, each scanned from the hidden state after its slot's previous
+    segment: from `carry` (slot -> (index, (k,A,H) state), earlier batches), or from that segment itself when it is in
+    this batch too (a client that ran ahead), or zeros when it was dropped for its lag. state (T,E,A,S), starts (T,E,A)
+    -> values in return units (T,E,A), hidden states after each step (T,E,A,H), entering step 0 (E,A,H); the carry
+    is updated with each slot's newest segment."""
+    k = segments[0]["rewards"].shape[1]
+
+    def cols(j: int) -> slice:  # segment j's envs on the env axis
+        return slice(j * k, (j + 1) * k)
+
+    h0 = torch.zeros((state.shape[1], state.shape[2], critic.gru.hidden_size), device=state.device)  # (E,A,H)
+    position = {(seg["slot"], seg["index"]): j for j, seg in enumerate(segments)}
+    chained = []  # (segment, its predecessor) both in this batch
+    for j, seg in enumerate(segments):
+        index, h = carry.get(seg["slot"], (None, None))
+        if (seg["slot"], seg["index"] - 1) in position:
+            chained.append((j, position[seg["slot"], seg["index"] - 1]))
+        elif index == seg["index"] - 1:
+            h0[cols(j)] = h
+    values, out = critic.value(state, h0, starts)
+    while chained:  # scan again until every chained segment starts where its predecessor ended (rarely needed)
+        new_h0 = h0.clone()
+        for j, p in chained:
+            new_h0[cols(j)] = out[-1, cols(p)]
+        if torch.equal(new_h0, h0):
+            break
+        h0 = new_h0
+        values, out = critic.value(state, h0, starts)
+    for j, seg in sorted(enumerate(segments), key=lambda js: js[1]["index"]):  # the slot's next segment starts here
+        carry[seg["slot"]] = (seg["index"], out[-1, cols(j)].clone())
+    return values, out, h0
+
+
 def stop_clients(server, procs: list, world_size: int, timeout: float = 10.0):
     """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC"""
     server.stopping.set()
@@ -1222,8 +1260,11 @@ if __name__ == "__main__":
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     global_step, start_iteration, evals = 0, 1, []
     if ckpt is not None:
-        actor.load_state_dict(ckpt["actor"])
-        critic.load_state_dict(ckpt["critic"])
+        try:
+            actor.load_state_dict(ckpt["actor"])
+            critic.load_state_dict(ckpt["critic"])
+        except RuntimeError as e:  # a network flag (--recurrent, --hidden-dim, ...) that differs from the checkpoint's
+            fail(f"the checkpoint's networks do not match these flags: {str(e).splitlines()[0]}")
 
     if args.eval_only:
         win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
@@ -1355,24 +1396,21 @@ if __name__ == "__main__":
             )
             policy_lag = server.version - np.stack([seg["versions"] for seg in segments], axis=1)  # (T, segments)
 
-            if args.recurrent:  # the hidden states the server kept: actor's from the segments, critic's carried here
+            if args.recurrent:  # the actor's hidden states as the server kept them
                 starts = stack("starts").unsqueeze(-1).expand(T, E, A)  # (T,E,A) step t begins an episode
                 actor_hs = stack("actor_h")  # (T,E,A,H) the actor's hidden state entering step t, before its reset
-                initial_critic_h = torch.cat(  # (E,A,H) after the slot's previous segment, zeros if that one was dropped
-                    [
-                        critic_carry[seg["slot"]][1]
-                        if critic_carry.get(seg["slot"], (None,))[0] == seg["index"] - 1
-                        else torch.zeros((k, A, H), device=device)
-                        for seg in segments
-                    ]
-                )
             else:
-                starts, actor_hs, initial_critic_h = torch.zeros((T, E, A), dtype=torch.bool, device=device), None, None
+                starts, actor_hs = torch.zeros((T, E, A), dtype=torch.bool, device=device), None
 
-            # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan with --recurrent (it did
-            # not change during the rollout), then GAE
+            # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan per segment from its
+            # slot's carried hidden state with --recurrent (it did not change during the rollout), then GAE
             with torch.no_grad():
-                values_dn, critic_out = critic.value(state, initial_critic_h, starts)  # (T,E,A) V(s_t), (T,E,A,H)
+                if args.recurrent:  # (T,E,A) V(s_t), (T,E,A,H) after each step, (E,A,H) entering step 0
+                    values_dn, critic_out, initial_critic_h = critic_over_segments(
+                        critic, state, starts, segments, critic_carry
+                    )
+                else:
+                    values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
                 final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
                 next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
                 if args.recurrent:
@@ -1381,8 +1419,6 @@ if __name__ == "__main__":
                         final_x = final_state[truncated][None]  # (1,n,A,S)
                         no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
                         final_values_dn[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
-                    for j, seg in enumerate(segments):  # the next segment of this slot starts from here
-                        critic_carry[seg["slot"]] = (seg["index"], critic_out[-1, j * k : (j + 1) * k])
                     next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
                 else:
                     final_values_dn[truncated] = critic.value(final_state[truncated])[0]

@@ -95,6 +95,9 @@ def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
     proc = run_script(SCRIPT, "--eval-only", Path(run) / "mappo_async_seed.pt", "--eval-episodes", "4", timeout=300)
     win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
     assert win_rate * 4 == int(win_rate * 4)
+    if mode == "serial":  # a network flag against the checkpoint's: a message and status 2, no traceback
+        bad = run_script(SCRIPT, "--eval-only", Path(run) / "mappo_async_seed.pt", "--no-recurrent", check=False)
+        assert bad.returncode == 2 and "do not match these flags" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_ratio_test_catches_a_hidden_state_one_step_late(run_script, tmp_path):
@@ -122,3 +125,46 @@ def test_table_2_presets_and_flags_win():
     assert (args.recurrent, args.num_envs, args.update_epochs) == (False, 8, 10)
     args, _ = m.parse_args(["--env-id", "3m", "--recurrent"])  # not in Table 2: MAPPO's settings
     assert (args.num_envs, args.update_epochs) == (8, 15)
+
+
+def test_critic_carry_across_segments_and_batches():
+    """A slot's segments scanned batch by batch (and two of them in one batch, as when a client runs ahead) give the
+    values of one scan over the slot's whole stream; after a dropped segment the next one starts from zeros."""
+    import mappo_async_seed as m
+
+    torch.manual_seed(0)
+    critic = m.Critic(in_dim=6, hidden_dim=8, recurrent=True)
+    T, k, A, n = 5, 2, 2, 4  # segment length, envs per slot, agents, segments of slot (0, 0)
+    state = torch.randn(n * T, k, A, 6)  # (nT,k,A,S) the slot's whole stream
+    starts = torch.zeros(n * T, k, A, dtype=torch.bool)
+    starts[0] = True
+    starts[7, 1] = True  # env 1: an episode ends after step 6, inside segment 1
+    with torch.no_grad():
+        stream_values, _ = critic.value(state, torch.zeros(k, A, 8), starts)  # (nT,k,A)
+    other = dict(slot=(1, 0), index=0, rewards=np.zeros((T, k)))
+    other_state = torch.randn(T, k, A, 6)
+
+    def run(batch: list, carry: dict) -> torch.Tensor:
+        """batch: (slot (0, 0) segment index or None for the other slot) -> the values of each segment"""
+        segs = [dict(slot=(0, 0), index=i, rewards=np.zeros((T, k))) if i is not None else other for i in batch]
+        x = torch.cat([state[i * T : (i + 1) * T] if i is not None else other_state for i in batch], dim=1)
+        st = torch.cat([starts[i * T : (i + 1) * T] if i is not None else starts[:T] for i in batch], dim=1)
+        values, out, h0 = m.critic_over_segments(critic, x, st, segs, carry)
+        assert values.shape == (T, k * len(batch), A) and out.shape == (T, k * len(batch), A, 8)
+        return values
+
+    carry = {}
+    v0 = run([0, None], carry)  # segment 0 with another slot's
+    v12 = run([2, None, 1], carry)  # segments 1 and 2 in one batch, out of order
+    v3 = run([3], carry)  # from the carry of the batch before
+    got = torch.cat([v0[:, :k], v12[:, 2 * k :], v12[:, :k], v3])  # (nT,k,A) in stream order
+    torch.testing.assert_close(got, stream_values, rtol=0, atol=1e-5)
+    assert carry[(0, 0)][0] == 3 and carry[(1, 0)][0] == 0
+
+    carry = {}
+    run([0], carry)
+    v2 = run([2], carry)  # segment 1 was dropped: segment 2 starts from zeros, not from segment 0's end
+    with torch.no_grad():
+        fresh, _ = critic.value(state[2 * T : 3 * T], torch.zeros(k, A, 8), starts[2 * T : 3 * T])
+    torch.testing.assert_close(v2, fresh, rtol=0, atol=1e-6)
+    assert (v2 - stream_values[2 * T : 3 * T]).abs().max() > 1e-4  # the carried state would have made a difference
