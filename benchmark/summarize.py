@@ -19,6 +19,10 @@ import numpy as np
 PAPER_MAPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 75.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 96.9}
 PAPER_MAPPO.update({"25m": 100.0, "3s_vs_5z": 96.9, "8m_vs_9m": 87.5, "MMM2": 90.6, "3s5z_vs_3s6z": 84.4})
 PAPER_MAPPO.update({"27m_vs_30m": 93.8, "6h_vs_8z": 86.7})
+# the same table's IPPO column, for ippo.py's rows
+PAPER_IPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 57.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 93.0}
+PAPER_IPPO.update({"25m": 100.0, "3s_vs_5z": 97.7, "8m_vs_9m": 89.8, "MMM2": 86.7, "3s5z_vs_3s6z": 82.8})
+PAPER_IPPO.update({"27m_vs_30m": 82.0, "6h_vs_8z": 84.4})
 # Async MAPPO, Table 2 (REFERENCE.md): final median win rate % of the async runs (MLP + GRU, large batches)
 PAPER_ASYNC = {"3s_vs_5z": 100.0, "5m_vs_6m": 90.6, "8m_vs_9m": 96.8, "27m_vs_30m": 98.4, "3s5z_vs_3s6z": 96.8}
 PAPER_ASYNC["MMM2"] = 96.8
@@ -77,7 +81,8 @@ def main(results_dir):
     if not runs:
         sys.exit(f"no runs/*/eval_summary.json under {results_dir}")
     lines = [
-        "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std | paper MAPPO "
+        "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std "
+        "| paper MAPPO (IPPO for ippo) "
         "| paper Async MAPPO |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -87,7 +92,8 @@ def main(results_dir):
         key = "median_win_rate" if is_smac else "median_return"
         scores = np.array([s[key] * (100 if is_smac else 1) for s in summaries])
         map_name = env_id.removeprefix("smaclite/")
-        paper = f"{PAPER_MAPPO.get(map_name, '')} | {PAPER_ASYNC.get(map_name, '')}" if is_smac else " | "
+        table_1 = PAPER_IPPO if script == "ippo" else PAPER_MAPPO
+        paper = f"{table_1.get(map_name, '')} | {PAPER_ASYNC.get(map_name, '')}" if is_smac else " | "
         per_seed = ", ".join(f"{x:.1f}" if is_smac else f"{x:.2f}" for x in scores)
         steps = sorted({s["global_step"] for s in summaries})
         metric = "win rate %" if is_smac else "team return"
