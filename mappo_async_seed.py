@@ -1405,22 +1405,20 @@ if __name__ == "__main__":
             # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan per segment from its
             # slot's carried hidden state with --recurrent (it did not change during the rollout), then GAE
             with torch.no_grad():
+                final_values_dn = torch.zeros((T, E, A), device=device)  # needed only where an episode was truncated
                 if args.recurrent:  # (T,E,A) V(s_t), (T,E,A,H) after each step, (E,A,H) entering step 0
                     values_dn, critic_out, initial_critic_h = critic_over_segments(
                         critic, state, starts, segments, critic_carry
                     )
-                else:
-                    values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
-                final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
-                if args.recurrent:
                     critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
                     if truncated.any():  # the final observation continues the episode: one more step from h after t
                         final_x = final_state[truncated][None]  # (1,n,A,S)
                         no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
                         final_values_dn[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+                    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
                     next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
                 else:
+                    values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
                     final_values_dn[truncated] = critic.value(final_state[truncated])[0]
                     next_value = critic.value(next_state)[0]  # (E,A)
                 advantages, returns = compute_gae(
