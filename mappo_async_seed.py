@@ -1200,6 +1200,24 @@ def critic_over_segments(critic, state, starts, segments: list, carry: dict):
     return values, out, h0
 
 
+@torch.no_grad()
+def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
+    """--recurrent: the critic one step past an episode's end or the rollout's end. critic_out (T,E,A,H) hidden states
+    after each step; final_state (T,E,A,S) the final observation of an episode truncated at step t, which continues
+    that episode (one more step from the state after t, no reset); next_state (E,A,S) the observation after step T-1,
+    from a reset state if step T-1 ended an episode -> final values (T,E,A) (zero where not truncated), next value
+    (E,A), both in return units."""
+    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
+    final_values = torch.zeros((T, E, A), device=critic_out.device)
+    if truncated.any():
+        final_x = final_state[truncated][None]  # (1,n,A,S)
+        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
+        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
+    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+    return final_values, next_value
+
+
 def stop_clients(server, procs: list, world_size: int, timeout: float = 10.0):
     """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC"""
     server.stopping.set()
@@ -1411,12 +1429,9 @@ if __name__ == "__main__":
                         critic, state, starts, segments, critic_carry
                     )
                     critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-                    if truncated.any():  # the final observation continues the episode: one more step from h after t
-                        final_x = final_state[truncated][None]  # (1,n,A,S)
-                        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
-                        final_values_dn[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
-                    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
-                    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+                    final_values_dn, next_value = recurrent_bootstrap_values(
+                        critic, critic_out, final_state, next_state, terminated, truncated
+                    )
                 else:
                     values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
                     final_values_dn[truncated] = critic.value(final_state[truncated])[0]
