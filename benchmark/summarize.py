@@ -4,8 +4,12 @@ those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interva
 summary.json, marl_eval.json (marl-eval's raw-data layout) and curves.png.
 
     python benchmark/summarize.py benchmark/results/mappo
+    python benchmark/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out benchmark/results/compare
+
+Several folders are read as one (scripts side by side, one colour each); the files go to --out (default: the first).
 """
 
+import argparse
 import glob
 import json
 import os
@@ -62,24 +66,34 @@ def first_reaching(evals, key, threshold):
     return next(((e["step"], e["wall_time"]) for e in evals if e[key] >= threshold), None)
 
 
-def load(results_dir):
-    """(script, env) -> the eval summaries of its finished runs; runs stopped before their budget are left out."""
-    runs = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(results_dir, "runs", "*", "eval_summary.json"))):
+def load(results_dirs: list):
+    """(script, env) -> the eval summaries of its finished runs; runs stopped before their budget are left out, and
+    so is a second run of the same script, env and seed (it is not an independent sample)."""
+    runs, seen = defaultdict(list), {}
+    paths = [p for d in results_dirs for p in sorted(glob.glob(os.path.join(d, "runs", "*", "eval_summary.json")))]
+    for path in paths:
         with open(path) as f:
             summary = json.load(f)
         if summary["global_step"] < summary.get("budget", 0):
             print(f"left out, stopped at step {summary['global_step']} of {summary['budget']}: {path}")
             continue
         summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
+        key = (summary["script"], summary["env_id"], summary["seed"])
+        if key in seen:
+            print(f"left out, the same script, env and seed as {seen[key]}: {path}")
+            continue
+        seen[key] = path
         runs[(summary["script"], summary["env_id"])].append(summary)
     return runs
 
 
-def main(results_dir):
-    runs = load(results_dir)
+def main(results_dirs, out_dir=None):
+    results_dirs = [results_dirs] if isinstance(results_dirs, str) else list(results_dirs)
+    out_dir = out_dir or results_dirs[0]
+    runs = load(results_dirs)
     if not runs:
-        sys.exit(f"no runs/*/eval_summary.json under {results_dir}")
+        sys.exit(f"no runs/*/eval_summary.json under {' '.join(results_dirs)}")
+    os.makedirs(out_dir, exist_ok=True)
     lines = [
         "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std "
         "| paper MAPPO (IPPO for ippo) "
@@ -139,14 +153,14 @@ def main(results_dir):
         total = sum(sum(r["wall_time"]) for r in table if r.get("script") == script and "wall_time" in r)
         walls.append(f"- {script}: all its runs together {total / 3600:.1f} h of wall time")
     md = "\n".join(lines + [""] + reach + [""] + walls) + "\n"
-    with open(os.path.join(results_dir, "summary.md"), "w") as f:
+    with open(os.path.join(out_dir, "summary.md"), "w") as f:
         f.write(md)
-    with open(os.path.join(results_dir, "summary.json"), "w") as f:
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(table, f, indent=1)
-    with open(os.path.join(results_dir, "marl_eval.json"), "w") as f:
+    with open(os.path.join(out_dir, "marl_eval.json"), "w") as f:
         json.dump(marl_eval_json(runs), f)
-    plot(runs, os.path.join(results_dir, "curves.png"))
-    print(md + f"wrote {results_dir}/summary.md, summary.json, curves.png")
+    plot(runs, os.path.join(out_dir, "curves.png"))
+    print(md + f"wrote {out_dir}/summary.md, summary.json, marl_eval.json, curves.png")
 
 
 def mean_and_spread(curves: list, points: int = 200):
@@ -196,4 +210,8 @@ def plot(runs, path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "benchmark/results/mappo")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dirs", nargs="*", default=["benchmark/results/mappo"], help="folders holding runs/")
+    parser.add_argument("--out", default=None, help="where the files go (default: the first folder)")
+    cli = parser.parse_args()
+    main(cli.results_dirs, cli.out)

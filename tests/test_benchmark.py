@@ -26,7 +26,7 @@ LAST10 = {
 }
 
 
-def write_run(root, env_id, seed, wins, returns=None, budget=None):
+def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo"):
     evals = [0.0, 0.0] + list(wins)
     returns = returns or [w * 2 for w in evals]
     last_w, last_r = np.array(evals[-10:]), np.array(returns[-10:])
@@ -37,7 +37,7 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None):
         dict(step=3200 * (i + 1), win_rate=w, episodic_return=r, wall_time=10.0 * (i + 1))
         for i, (w, r) in enumerate(zip(evals, returns))
     ]
-    run = root / "runs" / f"{env_id}__mappo__{seed}__0"
+    run = root / "runs" / f"{env_id}__{script}__{seed}__0"
     run.mkdir(parents=True)
     (run / "eval_summary.json").write_text(json.dumps(summary))
 
@@ -87,6 +87,27 @@ def test_marl_eval_json_and_plot(results):
     assert runs["run_1"]["step_11"] == {"step_count": 12 * 3200, "win_rate": [0.5]}
     assert data["mpe"]["simple_spread_v3"]["mappo"]["run_0"]["absolute_metrics"]["episodic_return"] == [-19.0]
     assert (results / "curves.png").stat().st_size > 10_000
+
+
+def test_several_folders_side_by_side(tmp_path):
+    """Folders read as one, each script with its own rows and its paper column, the files in --out; a second run of
+    the same script, env and seed (here in the second folder) is left out."""
+    first, second, out = tmp_path / "mappo", tmp_path / "ippo", tmp_path / "compare"
+    write_run(first, "5m_vs_6m", 1, [0.2] * 10)
+    write_run(first, "5m_vs_6m", 2, [0.6] * 10)
+    write_run(second, "5m_vs_6m", 1, [0.9] * 10, script="ippo")
+    write_run(second, "5m_vs_6m", 2, [1.0] * 10)  # mappo seed 2 again
+    cli = [sys.executable, str(ROOT / "benchmark" / "summarize.py"), str(first), str(second), "--out", str(out)]
+    done = subprocess.run(cli, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "left out, the same script, env and seed" in done.stdout
+    rows = {(r["script"], r.get("env_id")): r for r in json.loads((out / "summary.json").read_text())}
+    assert rows[("mappo", "5m_vs_6m")]["scores"] == pytest.approx([20.0, 60.0])
+    assert rows[("ippo", "5m_vs_6m")]["scores"] == pytest.approx([90.0])
+    md = (out / "summary.md").read_text()
+    assert "| mappo | 5m_vs_6m | 2 |" in md and "| 75.0 | 90.6 |" in md  # MAPPO's Table 1 and Async MAPPO's Table 2
+    assert "| ippo | 5m_vs_6m | 1 |" in md and "| 57.0 | 90.6 |" in md  # IPPO's column of Table 1 for ippo
+    assert (out / "curves.png").stat().st_size > 10_000 and not (first / "summary.md").exists()
 
 
 def test_mean_and_spread_over_seeds():
