@@ -101,7 +101,7 @@ def main(results_dirs, out_dir=None):
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     table = []
-    for (script, env_id), summaries in sorted(runs.items()):
+    for (script, env_id), summaries in sorted(runs.items(), key=lambda item: (item[0][1], item[0][0])):  # by env
         is_smac = not env_id.startswith("simple_")
         key = "median_win_rate" if is_smac else "median_return"
         scores = np.array([s[key] * (100 if is_smac else 1) for s in summaries])
