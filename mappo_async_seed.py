@@ -1208,7 +1208,7 @@ def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, term
     from a reset state if step T-1 ended an episode -> final values (T,E,A) (zero where not truncated), next value
     (E,A), both in return units."""
     T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
-    final_values = torch.zeros((T, E, A), device=critic_out.device)
+    final_values = critic_out.new_zeros((T, E, A))
     if truncated.any():
         final_x = final_state[truncated][None]  # (1,n,A,S)
         no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
@@ -1423,7 +1423,6 @@ if __name__ == "__main__":
             # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan per segment from its
             # slot's carried hidden state with --recurrent (it did not change during the rollout), then GAE
             with torch.no_grad():
-                final_values_dn = torch.zeros((T, E, A), device=device)  # needed only where an episode was truncated
                 if args.recurrent:  # (T,E,A) V(s_t), (T,E,A,H) after each step, (E,A,H) entering step 0
                     values_dn, critic_out, initial_critic_h = critic_over_segments(
                         critic, state, starts, segments, critic_carry
@@ -1434,6 +1433,7 @@ if __name__ == "__main__":
                     )
                 else:
                     values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
+                    final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
                     final_values_dn[truncated] = critic.value(final_state[truncated])[0]
                     next_value = critic.value(next_state)[0]  # (E,A)
                 advantages, returns = compute_gae(

@@ -1,4 +1,5 @@
-"""Summarise benchmark runs: reads runs/*/eval_summary.json under a results folder, writes summary.md (the paper's
+"""Summarise benchmark runs: reads runs/*/eval_summary.json under one results folder or several read as one (scripts
+side by side, one colour each), writes summary.md (the paper's
 protocol: per seed the median of the last 10 evaluations, then median and std over seeds; and per script the IQM of
 those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interval, the marl-eval protocol),
 summary.json, marl_eval.json (marl-eval's raw-data layout) and curves.png.
@@ -6,7 +7,8 @@ summary.json, marl_eval.json (marl-eval's raw-data layout) and curves.png.
     python benchmark/summarize.py benchmark/results/mappo
     python benchmark/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out benchmark/results/compare
 
-Several folders are read as one (scripts side by side, one colour each); the files go to --out (default: the first).
+The files go to --out, by default the folder read (with several folders --out is required). Runs are grouped by
+script and env: keep one configuration of a script per summary.
 """
 
 import argparse
@@ -66,12 +68,19 @@ def first_reaching(evals, key, threshold):
     return next(((e["step"], e["wall_time"]) for e in evals if e[key] >= threshold), None)
 
 
+def started(path: str) -> int:
+    """The start time in a run folder's name, runs/<env>__<script>__<seed>__<unix time>/ (0 if it has none)."""
+    tail = os.path.basename(os.path.dirname(path)).split("__")[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
 def load(results_dirs: list):
-    """(script, env) -> the eval summaries of its finished runs; runs stopped before their budget are left out, and
-    so is a second run of the same script, env and seed (it is not an independent sample)."""
-    runs, seen = defaultdict(list), {}
-    paths = [p for d in results_dirs for p in sorted(glob.glob(os.path.join(d, "runs", "*", "eval_summary.json")))]
-    for path in paths:
+    """(script, env) -> the eval summaries of its finished runs; runs stopped before their budget are left out. Of
+    several runs of the same script, env and seed (not independent samples) only the one with the most env steps
+    counts, the newest on a tie."""
+    best = {}  # (script, env, seed) -> (global_step, path, summary)
+    paths = [p for d in results_dirs for p in glob.glob(os.path.join(d, "runs", "*", "eval_summary.json"))]
+    for path in sorted(paths, key=lambda p: (started(p), p)):  # oldest first
         with open(path) as f:
             summary = json.load(f)
         if summary["global_step"] < summary.get("budget", 0):
@@ -79,16 +88,22 @@ def load(results_dirs: list):
             continue
         summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
         key = (summary["script"], summary["env_id"], summary["seed"])
-        if key in seen:
-            print(f"left out, the same script, env and seed as {seen[key]}: {path}")
-            continue
-        seen[key] = path
-        runs[(summary["script"], summary["env_id"])].append(summary)
+        if key in best:
+            kept, dropped = sorted([best[key], (summary["global_step"], path, summary)], key=lambda b: b[0])[::-1]
+            print(f"left out, the same script, env and seed as {kept[1]} (which has more env steps or is newer): {dropped[1]}")
+            best[key] = kept
+        else:
+            best[key] = (summary["global_step"], path, summary)
+    runs = defaultdict(list)
+    for (script, env_id, _), (_, _, summary) in sorted(best.items()):
+        runs[(script, env_id)].append(summary)
     return runs
 
 
 def main(results_dirs, out_dir=None):
     results_dirs = [results_dirs] if isinstance(results_dirs, str) else list(results_dirs)
+    if out_dir is None and len(results_dirs) > 1:
+        sys.exit("several results folders: say where the files go with --out")
     out_dir = out_dir or results_dirs[0]
     runs = load(results_dirs)
     if not runs:
@@ -212,6 +227,6 @@ def plot(runs, path):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dirs", nargs="*", default=["benchmark/results/mappo"], help="folders holding runs/")
-    parser.add_argument("--out", default=None, help="where the files go (default: the first folder)")
+    parser.add_argument("--out", default=None, help="where the files go (default: the one folder read)")
     cli = parser.parse_args()
     main(cli.results_dirs, cli.out)

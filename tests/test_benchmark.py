@@ -90,23 +90,30 @@ def test_marl_eval_json_and_plot(results):
 
 
 def test_several_folders_side_by_side(tmp_path):
-    """Folders read as one, each script with its own rows and its paper column, the files in --out; a second run of
-    the same script, env and seed (here in the second folder) is left out."""
+    """Folders read as one, each script with its own rows and its paper column, rows by env, the files in --out (which
+    several folders require). Of two runs with the same script, env and seed, the one with more env steps counts."""
     first, second, out = tmp_path / "mappo", tmp_path / "ippo", tmp_path / "compare"
     write_run(first, "5m_vs_6m", 1, [0.2] * 10)
-    write_run(first, "5m_vs_6m", 2, [0.6] * 10)
+    write_run(first, "5m_vs_6m", 2, [0.6] * 10)  # 12 evaluations
+    write_run(first, "3m", 1, [0.2] * 10)
     write_run(second, "5m_vs_6m", 1, [0.9] * 10, script="ippo")
-    write_run(second, "5m_vs_6m", 2, [1.0] * 10)  # mappo seed 2 again
-    cli = [sys.executable, str(ROOT / "benchmark" / "summarize.py"), str(first), str(second), "--out", str(out)]
-    done = subprocess.run(cli, capture_output=True, text=True)
+    write_run(second, "5m_vs_6m", 2, [1.0] * 8)  # mappo seed 2 again, 10 evaluations: left out
+    write_run(second, "3m", 1, [0.8] * 12)  # mappo 3m seed 1 again, 14 evaluations: counts instead of the first
+    cli = [sys.executable, str(ROOT / "benchmark" / "summarize.py"), str(first), str(second)]
+    refused = subprocess.run(cli, capture_output=True, text=True)
+    assert refused.returncode != 0 and "--out" in refused.stderr and not (first / "summary.md").exists()
+    done = subprocess.run(cli + ["--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "left out, the same script, env and seed" in done.stdout
+    assert done.stdout.count("left out, the same script, env and seed") == 2
     rows = {(r["script"], r.get("env_id")): r for r in json.loads((out / "summary.json").read_text())}
     assert rows[("mappo", "5m_vs_6m")]["scores"] == pytest.approx([20.0, 60.0])
+    assert rows[("mappo", "3m")]["scores"] == pytest.approx([80.0])
     assert rows[("ippo", "5m_vs_6m")]["scores"] == pytest.approx([90.0])
     md = (out / "summary.md").read_text()
     assert "| mappo | 5m_vs_6m | 2 |" in md and "| 75.0 | 90.6 |" in md  # MAPPO's Table 1 and Async MAPPO's Table 2
     assert "| ippo | 5m_vs_6m | 1 |" in md and "| 57.0 | 90.6 |" in md  # IPPO's column of Table 1 for ippo
+    order = [line.split(" | ")[:2] for line in md.splitlines() if line.startswith("| ") and " | win rate" in line]
+    assert order == [["| mappo", "3m"], ["| ippo", "5m_vs_6m"], ["| mappo", "5m_vs_6m"]]  # by env, then script
     assert (out / "curves.png").stat().st_size > 10_000 and not (first / "summary.md").exists()
 
 
