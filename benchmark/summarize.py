@@ -88,12 +88,13 @@ def load(results_dirs: list):
             continue
         summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
         key = (summary["script"], summary["env_id"], summary["seed"])
-        if key in best:
-            kept, dropped = sorted([best[key], (summary["global_step"], path, summary)], key=lambda b: b[0])[::-1]
-            print(f"left out, the same script, env and seed as {kept[1]} (which has more env steps or is newer): {dropped[1]}")
-            best[key] = kept
-        else:
-            best[key] = (summary["global_step"], path, summary)
+        if key in best:  # paths come oldest first, so >= keeps the newest on a tie
+            new_wins = summary["global_step"] >= best[key][0]
+            kept, dropped = (path, best[key][1]) if new_wins else (best[key][1], path)
+            print(f"left out, the same script, env and seed as {kept} (which has more env steps or is newer): {dropped}")
+            if not new_wins:
+                continue
+        best[key] = (summary["global_step"], path, summary)
     runs = defaultdict(list)
     for (script, env_id, _), (_, _, summary) in sorted(best.items()):
         runs[(script, env_id)].append(summary)
