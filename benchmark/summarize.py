@@ -68,9 +68,14 @@ def first_reaching(evals, key, threshold):
     return next(((e["step"], e["wall_time"]) for e in evals if e[key] >= threshold), None)
 
 
+def run_name(path: str) -> list:
+    """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json -> [env, script, seed, unix time]"""
+    return os.path.basename(os.path.dirname(path)).split("__")
+
+
 def started(path: str) -> int:
-    """The start time in a run folder's name, runs/<env>__<script>__<seed>__<unix time>/ (0 if it has none)."""
-    tail = os.path.basename(os.path.dirname(path)).split("__")[-1]
+    """The start time in a run folder's name (0 if it has none)."""
+    tail = run_name(path)[-1]
     return int(tail) if tail.isdigit() else 0
 
 
@@ -86,7 +91,7 @@ def load(results_dirs: list):
         if summary["global_step"] < summary.get("budget", 0):
             print(f"left out, stopped at step {summary['global_step']} of {summary['budget']}: {path}")
             continue
-        summary["script"] = os.path.basename(os.path.dirname(path)).split("__")[1]
+        summary["script"] = run_name(path)[1]
         key = (summary["script"], summary["env_id"], summary["seed"])
         if key in best:  # paths come oldest first, so >= keeps the newest on a tie
             new_wins = summary["global_step"] >= best[key][0]
