@@ -62,7 +62,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """name of this experiment, part of the run name"""
     seed: int = 1
-    """seed of random, numpy, torch and the envs (env i gets seed + i)"""
+    """seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)"""
     torch_deterministic: bool = True
     """sets `torch.backends.cudnn.deterministic`"""
     cuda: bool = True
@@ -98,7 +98,7 @@ class Args:
     num_workers: int = 0
     """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
     num_stacked_frames: int = 1
-    """observations stacked per agent, 1 = none [MAPPO: 4 for its MLP policies on SMAC (Table 12), 1 with a GRU]"""
+    """observations stacked per agent, 1 = none [MAPPO: 4 with its MLP on 3s_vs_4z, 3s_vs_5z (Table 12); 1 with a GRU]"""
 
     # algorithm
     learning_rate: float = 5e-4
@@ -182,8 +182,8 @@ class Args:
     world_size: int = 0
     """learner and client roles: learner + clients; 0 = num-clients + 1"""
     master_addr: str = "127.0.0.1"
-    """the learner's address (an address of one of its interfaces); services bind to it, so to the loopback interface
-    by default"""
+    """the learner's address (an address of one of its interfaces): the rendezvous store binds to it (to all interfaces,
+    with a warning, if it is not local), TensorPipe to the loopback interface when it is 127.0.0.1 or localhost"""
     master_port: int = 29500
     """the learner's rendezvous port (learner and client roles)"""
     rpc_timeout: float = 60.0
@@ -193,13 +193,13 @@ class Args:
     init_method: Optional[str] = None
     """rendezvous URL; default tcp://master-addr:master-port (a local run uses a file store, no port)"""
 
-    # computed
-    batch_size: int = field(default=0, init=False)
+    # computed, not flags
+    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) num_envs * num_steps env steps per rollout"""
-    minibatch_size: int = field(default=0, init=False)
+    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) chunks per mini-batch: ceil(ceil(num_steps / C) * num_envs * num_agents / num_minibatches), C = the
     chunk length with --recurrent, else 1 (a chunk is then one agent-step)"""
-    num_iterations: int = field(default=0, init=False)
+    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) total_timesteps // batch_size"""
 
     def __post_init__(self):
@@ -216,6 +216,7 @@ SMAC_MAP_PRESETS = {
     **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
     **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
     "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
+    **{m: dict(num_stacked_frames=4) for m in ("3s_vs_4z", "3s_vs_5z")},  # the paper's MLP maps: 4 stacked frames
 }
 # Async MAPPO Table 2 (--recurrent): batch magnification over the serial 8 envs x 400 steps -> num-envs, sample reuse
 ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
@@ -280,7 +281,7 @@ def smaclite_maps() -> list[str]:
 def env_presets(env_id: str, recurrent: bool = False) -> dict:
     """The paper's settings for env_id; exits 2 with the list of valid ids when env_id is unknown."""
     if recurrent:  # Table 2's batch and reuse on its maps (SMAX or SMAClite), MAPPO's settings elsewhere
-        return {**env_presets(env_id), **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
+        return {**env_presets(env_id), "num_stacked_frames": 1, **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
     if env_id in MPE_ENVS:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
     if env_id.startswith("smaclite/"):
@@ -352,8 +353,12 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
     init_names = [f.name for f in fields(Args) if f.init]
     if ckpt is not None:
-        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in init_names})
-        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
+        saved = {k: v for k, v in ckpt["args"].items() if k in init_names}
+        # values derived below from the client count go back to auto, so that --num-clients on resume wins over them
+        saved["envs_per_split"] = 0  # num_envs, saved, holds clients x splits x k
+        saved["world_size"] = 0 if saved["world_size"] == saved["num_clients"] + 1 else saved["world_size"]
+        saved["server_batch"] = 0 if saved["server_batch"] == saved["num_clients"] else saved["server_batch"]
+        defaults = replace(Args(**saved), resume=None, eval_only=None, env_id=known.env_id or saved["env_id"])
     else:
         env_id = known.env_id or Args.env_id
         defaults = Args(env_id=env_id, **env_presets(env_id, known.recurrent))

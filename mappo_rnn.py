@@ -47,7 +47,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """name of this experiment, part of the run name"""
     seed: int = 1
-    """seed of random, numpy, torch and the envs (env i gets seed + i)"""
+    """seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)"""
     torch_deterministic: bool = True
     """sets `torch.backends.cudnn.deterministic`"""
     cuda: bool = True
@@ -83,7 +83,7 @@ class Args:
     num_workers: int = 0
     """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
     num_stacked_frames: int = 1
-    """observations stacked per agent, 1 = none [MAPPO: 4 for its MLP policies on SMAC (Table 12), 1 with a GRU]"""
+    """observations stacked per agent, 1 = none [MAPPO: 4 with its MLP on 3s_vs_4z, 3s_vs_5z (Table 12); 1 with a GRU]"""
 
     # algorithm
     learning_rate: float = 5e-4
@@ -140,12 +140,12 @@ class Args:
     data_chunk_length: int = 10
     """BPTT chunk length: each agent's rollout is cut into chunks of this many steps [MAPPO: 10 (Table 3)]"""
 
-    # computed
-    batch_size: int = field(default=0, init=False)
+    # computed, not flags
+    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) num_envs * num_steps env steps per rollout"""
-    minibatch_size: int = field(default=0, init=False)
+    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) chunks per mini-batch: ceil(ceil(num_steps / data_chunk_length) * num_envs * num_agents / num_minibatches)"""
-    num_iterations: int = field(default=0, init=False)
+    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)
     """(computed) total_timesteps // batch_size"""
 
     def __post_init__(self):

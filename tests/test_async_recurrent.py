@@ -125,6 +125,32 @@ def test_table_2_presets_and_flags_win():
     assert (args.recurrent, args.num_envs, args.update_epochs) == (False, 8, 10)
     args, _ = m.parse_args(["--env-id", "3m", "--recurrent"])  # not in Table 2: MAPPO's settings
     assert (args.num_envs, args.update_epochs) == (8, 15)
+    args, _ = m.parse_args(["--env-id", "3s_vs_5z"])  # MAPPO's MLP there stacks 4 frames, the GRU none
+    assert args.num_stacked_frames == 4 and m.parse_args(["--env-id", "3s_vs_5z", "--recurrent"])[0].num_stacked_frames == 1
+
+
+def test_resume_derives_the_split_layout_again(tmp_path):
+    """--resume takes the checkpoint's args as defaults, but not the values derived from the client count: with
+    --num-clients 4 the saved 8 envs are cut into 4 x 2 splits of 1, and the world size and server batch follow."""
+    import dataclasses
+
+    import mappo_async_seed as m
+
+    saved, _ = m.parse_args(["--env-id", "3m"])  # 8 envs, 2 clients x 2 splits of 2
+    assert (saved.envs_per_split, saved.world_size, saved.server_batch) == (2, 3, 2)
+    path = tmp_path / "ckpt.pt"
+    torch.save(dict(format="cleanmappo", script="mappo_async_seed.py", actor={}, args=dataclasses.asdict(saved)), path)
+    args, _ = m.parse_args(["--resume", str(path), "--num-clients", "4"])
+    assert (args.num_envs, args.envs_per_split, args.world_size, args.server_batch) == (8, 1, 5, 4)
+    args, _ = m.parse_args(["--resume", str(path)])
+    assert (args.num_envs, args.envs_per_split, args.world_size, args.server_batch) == (8, 2, 3, 2)
+    torch.save(
+        dict(
+            format="cleanmappo", script="mappo_async_seed.py", actor={}, args={**dataclasses.asdict(saved), "server_batch": 1}
+        ),
+        path,
+    )
+    assert m.parse_args(["--resume", str(path), "--num-clients", "4"])[0].server_batch == 1  # chosen, so kept
 
 
 def test_critic_carry_across_segments_and_batches():

@@ -106,6 +106,15 @@ def test_presets_follow_the_paper_and_flags_win():
     assert mappo.SMAC_MAP_PRESETS["MMM2"] == dict(update_epochs=5, num_minibatches=2, gain=1.0)  # SMAClite has MMM2
     args, _ = mappo.parse_args(["--env-id", "simple_spread_v3", "--update-epochs", "3", "--num-envs", "4"])
     assert (args.update_epochs, args.num_envs, args.batch_size) == (3, 4, 100)
+    assert mappo.parse_args(["--env-id", "3s_vs_5z"])[0].num_stacked_frames == 4  # Table 12: MLP, 4 stacked frames
+    assert mappo.parse_args(["--env-id", "3m"])[0].num_stacked_frames == 1
+
+
+def test_computed_fields_are_not_flags(capsys):
+    for flag in ("--batch-size", "--minibatch-size", "--num-iterations"):
+        with pytest.raises(SystemExit) as exit_info:
+            mappo.parse_args(["--env-id", "3m", flag, "5"])
+        assert exit_info.value.code == 2 and flag in capsys.readouterr().err
 
 
 def test_network_init_and_shapes():
