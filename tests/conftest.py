@@ -51,5 +51,5 @@ def smaclite_missing() -> str:
     try:
         import smaclite  # noqa: F401
     except Exception as e:  # ImportError, or its Rtree without libspatialindex (OSError)
-        return f"SMAClite not installed ({type(e).__name__}: {e}); see README.md, section \"SMAClite\""
+        return f'SMAClite not installed ({type(e).__name__}: {e}); see README.md, section "SMAClite"'
     return ""

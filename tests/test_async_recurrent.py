@@ -139,17 +139,17 @@ def test_resume_derives_the_split_layout_again(tmp_path):
     saved, _ = m.parse_args(["--env-id", "3m"])  # 8 envs, 2 clients x 2 splits of 2
     assert (saved.envs_per_split, saved.world_size, saved.server_batch) == (2, 3, 2)
     path = tmp_path / "ckpt.pt"
-    torch.save(dict(format="cleanmappo", script="mappo_async_seed.py", actor={}, args=dataclasses.asdict(saved)), path)
+
+    def save(**changed):  # a checkpoint holding only what parse_args reads
+        args = {**dataclasses.asdict(saved), **changed}
+        torch.save(dict(format="cleanmappo", script="mappo_async_seed.py", actor={}, args=args), path)
+
+    save()
     args, _ = m.parse_args(["--resume", str(path), "--num-clients", "4"])
     assert (args.num_envs, args.envs_per_split, args.world_size, args.server_batch) == (8, 1, 5, 4)
     args, _ = m.parse_args(["--resume", str(path)])
     assert (args.num_envs, args.envs_per_split, args.world_size, args.server_batch) == (8, 2, 3, 2)
-    torch.save(
-        dict(
-            format="cleanmappo", script="mappo_async_seed.py", actor={}, args={**dataclasses.asdict(saved), "server_batch": 1}
-        ),
-        path,
-    )
+    save(server_batch=1)
     assert m.parse_args(["--resume", str(path), "--num-clients", "4"])[0].server_batch == 1  # chosen, so kept
 
 
