@@ -754,8 +754,6 @@ if __name__ == "__main__":
         "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
     )
     envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
-        signal.signal(sig, signal.default_int_handler)  # -> KeyboardInterrupt: checkpoint, flush, exit
 
     # ALGO LOGIC: storage setup
     T, E, S = args.num_steps, args.num_envs, state_dim
@@ -779,7 +777,6 @@ if __name__ == "__main__":
     # TRY NOT TO MODIFY: start the game
     start_time, train_time, start_step = time.time(), 0.0, global_step
     start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
-    next_obs, next_state, next_avail, next_alive = to_device(envs.reset())
     ep_return, ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
     episode_stats = {"return": [], "length": [], "won": []}
     progress = Progress(
@@ -791,9 +788,20 @@ if __name__ == "__main__":
         disable=not sys.stdout.isatty(),
     )
     task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
-    iteration, done_step = start_iteration - 1, global_step  # the last full iteration, for a Ctrl-C checkpoint
+    iteration = done_iteration = start_iteration - 1
+    done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
+    stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the rollout checks
+
+    def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
+        stop_signals.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+        signal.signal(sig, stop)
     try:
         progress.start()
+        # in the try: the first reset compiles the env (SMAX), a Ctrl-C there is a Ctrl-C like any other
+        next_obs, next_state, next_avail, next_alive = to_device(envs.reset())
         for iteration in range(start_iteration, args.num_iterations + 1):
             iteration_start = time.time()
             if args.anneal_lr:
@@ -803,6 +811,8 @@ if __name__ == "__main__":
 
             env_time = 0.0
             for step in range(0, T):
+                if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
+                    raise KeyboardInterrupt
                 global_step += E
                 obs[step], state[step], avail_actions[step], alive[step] = next_obs, next_state, next_avail, next_alive
 
@@ -914,7 +924,7 @@ if __name__ == "__main__":
                     critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
                     critic_optimizer.step()
             update_time = time.time() - update_start
-            done_step = global_step
+            done_iteration, done_step = iteration, global_step
             train_time += time.time() - iteration_start
 
             y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
@@ -972,16 +982,24 @@ if __name__ == "__main__":
             ):
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
     except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
+            signal.signal(sig, signal.SIG_IGN)
         progress.stop()
         path = f"runs/{run_name}/{args.exp_name}.pt"
-        last_full = iteration if done_step == global_step else iteration - 1
-        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, last_full, run_name, evals)
+        save_checkpoint(
+            path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
+        )
         write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
         writer.close()
         envs.close()
         eval_envs.close()
         print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
-        sys.exit(130)
+        if args.track:
+            wandb.finish(exit_code=130)
+        sys.stdout.flush()
+        # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
+        # teardown under it aborts or segfaults; every file is written and every child closed by now
+        os._exit(130)
     progress.stop()
 
     if args.save_model:

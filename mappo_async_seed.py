@@ -1369,7 +1369,8 @@ if __name__ == "__main__":
         disable=not sys.stdout.isatty(),
     )
     task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
-    iteration, done_step = start_iteration - 1, global_step  # the last full iteration, for a Ctrl-C checkpoint
+    iteration = done_iteration = start_iteration - 1
+    done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
     try:
         progress.start()
         for iteration in range(start_iteration, args.num_iterations + 1):
@@ -1527,7 +1528,7 @@ if __name__ == "__main__":
                     critic_optimizer.step()
             update_time = time.time() - update_start
             server.publish(actor)  # the server picks the new parameters up before its next batch
-            done_step = global_step
+            done_iteration, done_step = iteration, global_step
 
             y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
             var_y = np.var(y_true)
@@ -1599,8 +1600,9 @@ if __name__ == "__main__":
         progress.stop()
         stop_clients(server, procs, args.world_size if args.asynchronous else 1)
         path = f"runs/{run_name}/{args.exp_name}.pt"
-        last_full = iteration if done_step == global_step else iteration - 1
-        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, last_full, run_name, evals)
+        save_checkpoint(
+            path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
+        )
         write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
         writer.close()
         for envs in [*slot_envs, eval_envs]:

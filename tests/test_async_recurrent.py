@@ -77,7 +77,7 @@ def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
     """--no-async never lags: every update's first mini-batch has ratio 1. Async: the first update (the clients acted
     with the first policy only) has ratio 1; later ones lag and need not."""
     run_script(SCRIPT, *RATIO_RUN, *(["--no-async"] if mode == "serial" else []), timeout=300)
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     assert sum(v for _, v in scalars["charts/episodic_length"]) > 0, "no episode ended: resets inside chunks untested"

@@ -20,15 +20,25 @@ SCRIPT = "mappo_async_seed.py"
 SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
 
 
-def client_pids() -> list[int]:
-    out = subprocess.run(["pgrep", "-f", f"{SCRIPT} --role client"], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+def client_pids(cwd) -> list[int]:
+    """Live env clients started in cwd (a test's tmp_path): clients of other runs on this machine are not this test's
+    to count or kill, so no pgrep by pattern"""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            is_client = cmd[1].endswith(SCRIPT.encode()) and cmd[cmd.index(b"--role") + 1] == b"client"
+            if is_client and os.readlink(proc / "cwd") == os.path.realpath(cwd):  # a zombie has no cwd
+                pids.append(int(proc.name))
+        except (OSError, ValueError, IndexError):  # not a process, gone meanwhile, or not a client
+            continue
+    return pids
 
 
-def wait_no_clients(timeout: float) -> bool:
+def wait_no_clients(cwd, timeout: float) -> bool:
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if not client_pids():
+        if not client_pids(cwd):
             return True
         time.sleep(0.2)
     return False
@@ -97,7 +107,7 @@ def test_segment_records_outcomes_and_bootstrap():
 def test_smoke_and_clean_end(run_script, tmp_path, mode):
     flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
     run_script(SCRIPT, *flags, timeout=300)
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     assert len(scalars["charts/SPS"]) == 2  # 512 // (8 envs x 32 steps) updates
@@ -117,7 +127,7 @@ def test_smoke_other_backends(run_script, tmp_path, env_id):
         pytest.skip(smaclite_missing())
     flags = ["--env-id", env_id, "--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2"]
     run_script(SCRIPT, *flags, "--eval-episodes", "2", "--total-timesteps", "256", "--num-workers", "1", timeout=300)
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     assert len(scalars["charts/SPS"]) == 2
@@ -137,7 +147,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
 
     # resume: the checkpoint's args are the defaults; iterations, step counter and run directory continue
     run_script(SCRIPT, "--resume", path, "--total-timesteps", "1024", "--save-model", timeout=300)
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     assert run_dirs(tmp_path) == [run]
     steps = [s for s, _ in read_scalars(run)["charts/SPS"]]
     assert len(steps) == 4 and steps == sorted(steps) and steps[2] > ckpt["global_step"]
@@ -159,7 +169,7 @@ def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     line, deadline = "", time.time() + 300
     while time.time() < deadline and "step" not in line:
         line = proc.stdout.readline()
-    assert "step" in line and client_pids(), line
+    assert "step" in line and client_pids(tmp_path), line
     return proc
 
 
@@ -168,25 +178,25 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     [run] = run_dirs(tmp_path)
     assert torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)["iteration"] >= 1
 
 
 def test_killed_client_is_noticed(tmp_path, jax_cache):
     proc = start_long_run(tmp_path, jax_cache)
-    [victim, *_] = client_pids()
+    [victim, *_] = client_pids(tmp_path)
     os.kill(victim, signal.SIGKILL)
     killed = time.time()
     try:
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-        for pid in client_pids():
+        for pid in client_pids(tmp_path):
             os.kill(pid, signal.SIGKILL)
     assert time.time() - killed < 30
     assert proc.returncode == 1 and "env client" in err and "exited" in err, err[-2000:]
-    assert wait_no_clients(10), client_pids()
+    assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
 
 
 def free_port() -> int:

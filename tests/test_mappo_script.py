@@ -1,5 +1,6 @@
 """mappo.py end to end, as a user runs it: subprocesses on the CPU, TensorBoard logs and checkpoints checked."""
 
+import contextlib
 import json
 import os
 import signal
@@ -173,6 +174,39 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     assert [s for s, _ in read_scalars(run)["charts/SPS"]][0] == 3200  # logs flushed
     summary = json.loads((Path(run) / "eval_summary.json").read_text())  # and the evaluations so far
     assert summary["evals"][0]["step"] == 3200 and summary["env_id"] == "3m"
+
+
+def catches(pid: int, sig: int) -> bool:
+    """whether process pid has a handler installed for sig (the SigCgt mask in /proc/<pid>/status)"""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
+def test_sigterm_while_smax_compiles(tmp_path, script):
+    """SIGTERM (what timeout and job schedulers send) as soon as the run catches it: the first reset is compiling SMAX
+    (no compilation cache here), and JAX may go on compiling in a thread. Checkpoint at step 0, exit 130, no
+    traceback. Before: the reset sat outside the try (traceback, no checkpoint), a KeyboardInterrupt raised in JAX's
+    gc callback was swallowed (the run went on), and the teardown under the compile thread aborted or segfaulted."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    cmd = [sys.executable, str(ROOT / script), "--env-id", "3m", *SMALL, "--total-timesteps", "100000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and proc.poll() is None and not catches(proc.pid, signal.SIGTERM):
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert "interrupted at step" in out, out
+    [run] = run_dirs(tmp_path)
+    ckpt = torch.load(Path(run) / f"{Path(script).stem}.pt", weights_only=True)
+    assert ckpt["global_step"] == 0 and ckpt["iteration"] == 0  # not one full update yet
 
 
 def test_learns_smax_3m(run_script, tmp_path):
