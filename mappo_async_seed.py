@@ -9,6 +9,7 @@ os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # TensorPipe warns about 
 import argparse
 import contextlib
 import copy
+import ctypes
 import errno
 import importlib
 import json
@@ -1082,8 +1083,13 @@ def env_client(rank: int, world_size: int, init_method: str, master_addr: str, r
     """An env client (RPC rank >= 1): steps its splits in turn. After stepping split s it sends the step to the server
     without waiting and moves on to split s+1, whose actions have arrived meanwhile: its CPU does not idle on inference."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops us
+    parent = int(os.environ.get("CLEANMAPPO_LEARNER_PID", "0")) or os.getppid()  # set by a local learner
+    if "CLEANMAPPO_LEARNER_PID" in os.environ:  # die with it even while blocked in the rendezvous (Linux)
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # it died while we were importing
+            return
     torch.set_num_threads(1)
-    parent = os.getppid()
     init_rpc(f"client{rank}", rank, world_size, init_method, master_addr, rpc_timeout)
     splits = []
     try:
@@ -1327,6 +1333,10 @@ if __name__ == "__main__":
     )
     server.publish(actor)  # version 1: the policy that acts first
     _SERVER, procs, slot_envs, outs = server, [], [], []
+    # until the loop there is nothing to save and the RPC rendezvous blocks where no Python handler can run: Ctrl-C
+    # and SIGTERM end the learner at once, and the local clients with it (PR_SET_PDEATHSIG, see env_client)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
     if args.asynchronous:
         if args.role == "all":  # a file store for the rendezvous: no port is opened for it
             init_method = f"file://{tempfile.mkdtemp(prefix='cleanmappo_rpc_')}/store"
@@ -1335,7 +1345,8 @@ if __name__ == "__main__":
         for rank in range(1, args.world_size) if args.role == "all" else ():
             cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--rank", str(rank)]
             cmd += ["--world-size", str(args.world_size), "--init-method", init_method, "--master-addr", args.master_addr]
-            procs.append(subprocess.Popen(cmd + ["--rpc-timeout", str(args.rpc_timeout)], stdin=subprocess.DEVNULL))
+            env = dict(os.environ, CLEANMAPPO_LEARNER_PID=str(os.getpid()))
+            procs.append(subprocess.Popen(cmd + ["--rpc-timeout", str(args.rpc_timeout)], stdin=subprocess.DEVNULL, env=env))
         init_rpc("learner", 0, args.world_size, init_method, args.master_addr, args.rpc_timeout)
         server.last_seen = {c: time.time() for c in range(args.num_clients)}
         server.thread = threading.Thread(target=server.run, daemon=True)
@@ -1346,8 +1357,14 @@ if __name__ == "__main__":
             for s in range(args.num_clients * m)
         ]
         outs = [envs.reset() for envs in slot_envs]
-    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
-        signal.signal(sig, signal.default_int_handler)  # -> KeyboardInterrupt: checkpoint, flush, exit
+    stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the loop checks
+
+    def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
+        stop_signals.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
 
     def to_device(out: dict) -> tuple[torch.Tensor, ...]:
         obs_, env_state_, avail_, alive_ = (
@@ -1374,6 +1391,8 @@ if __name__ == "__main__":
     try:
         progress.start()
         for iteration in range(start_iteration, args.num_iterations + 1):
+            if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
+                raise KeyboardInterrupt
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -1597,6 +1616,8 @@ if __name__ == "__main__":
             ):
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
     except (KeyboardInterrupt, ClientLost) as e:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
+            signal.signal(sig, signal.SIG_IGN)
         progress.stop()
         stop_clients(server, procs, args.world_size if args.asynchronous else 1)
         path = f"runs/{run_name}/{args.exp_name}.pt"
@@ -1609,9 +1630,14 @@ if __name__ == "__main__":
             envs.close()
         if isinstance(e, ClientLost):
             print(f"error: {e}; stopped the run, checkpoint at step {done_step} in {path}", file=sys.stderr, flush=True)
-            sys.exit(1)
-        print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
-        sys.exit(130)
+        else:
+            print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
+        if args.track:
+            wandb.finish(exit_code=1 if isinstance(e, ClientLost) else 130)
+        sys.stdout.flush()
+        # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
+        # teardown under it aborts or segfaults; every file is written and every child stopped by now
+        os._exit(1 if isinstance(e, ClientLost) else 130)
     progress.stop()
     stop_clients(server, procs, args.world_size if args.asynchronous else 1)
 

@@ -183,6 +183,28 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     assert torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)["iteration"] >= 1
 
 
+def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
+    """SIGTERM as soon as the clients are started (the learner then blocks in the RPC rendezvous, where no Python
+    handler runs): the learner ends at once and its clients with it, though they wait in the rendezvous too (or are
+    still importing). Before: the learner died alone and its clients waited out the rendezvous."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and not client_pids(tmp_path):
+            time.sleep(0.05)
+        assert client_pids(tmp_path)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGTERM, err[-2000:]
+        assert wait_no_clients(tmp_path, 30), client_pids(tmp_path)
+    finally:
+        proc.kill()
+        for pid in client_pids(tmp_path):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_killed_client_is_noticed(tmp_path, jax_cache):
     proc = start_long_run(tmp_path, jax_cache)
     [victim, *_] = client_pids(tmp_path)
