@@ -1083,8 +1083,9 @@ def env_client(rank: int, world_size: int, init_method: str, master_addr: str, r
     """An env client (RPC rank >= 1): steps its splits in turn. After stepping split s it sends the step to the server
     without waiting and moves on to split s+1, whose actions have arrived meanwhile: its CPU does not idle on inference."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops us
-    parent = int(os.environ.get("CLEANMAPPO_LEARNER_PID", "0")) or os.getppid()  # set by a local learner
-    if "CLEANMAPPO_LEARNER_PID" in os.environ:  # die with it even while blocked in the rendezvous (Linux)
+    learner = os.environ.get("CLEANMAPPO_LEARNER_PID")  # set by a local learner
+    parent = int(learner) if learner else os.getppid()
+    if learner:  # die with it even while blocked in the rendezvous (Linux)
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # it died while we were importing

@@ -173,6 +173,13 @@ def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     return proc
 
 
+def kill_run(proc: subprocess.Popen, cwd) -> None:
+    """a test's cleanup: its learner and its clients, whatever state the assertions left them in"""
+    proc.kill()
+    for pid in client_pids(cwd):
+        os.kill(pid, signal.SIGKILL)
+
+
 def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     proc = start_long_run(tmp_path, jax_cache)
     proc.send_signal(signal.SIGINT)
@@ -200,9 +207,7 @@ def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
         assert proc.returncode == -signal.SIGTERM, err[-2000:]
         assert wait_no_clients(tmp_path, 30), client_pids(tmp_path)
     finally:
-        proc.kill()
-        for pid in client_pids(tmp_path):
-            os.kill(pid, signal.SIGKILL)
+        kill_run(proc, tmp_path)
 
 
 def test_killed_client_is_noticed(tmp_path, jax_cache):
@@ -213,9 +218,7 @@ def test_killed_client_is_noticed(tmp_path, jax_cache):
     try:
         out, err = proc.communicate(timeout=60)
     finally:
-        proc.kill()
-        for pid in client_pids(tmp_path):
-            os.kill(pid, signal.SIGKILL)
+        kill_run(proc, tmp_path)
     assert time.time() - killed < 30
     assert proc.returncode == 1 and "env client" in err and "exited" in err, err[-2000:]
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
