@@ -785,6 +785,12 @@ if __name__ == "__main__":
         stop_signals.append(signum)
         raise KeyboardInterrupt
 
+    def quiet_swallowed_stop(unraisable):  # Python prints a swallowed KeyboardInterrupt as a traceback: it is ours
+        if not (stop_signals and issubclass(unraisable.exc_type, KeyboardInterrupt)):
+            sys.__unraisablehook__(unraisable)
+
+    sys.unraisablehook = quiet_swallowed_stop
+
     for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
         signal.signal(sig, stop)
     try:
