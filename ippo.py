@@ -662,19 +662,21 @@ def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args
     os.replace(tmp, path)  # never leave half a checkpoint behind
 
 
-def write_eval_summary(path: str, args: Args, global_step: int, evals: list) -> None:
+def write_eval_summary(path: str, args: Args, global_step: int, evals: list, is_smac: bool) -> None:
     """The paper's protocol: the median of the last 10 evaluations, printed and written as JSON with every evaluation."""
     if not evals:
         return
     last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
     summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
     summary["budget"] = args.num_iterations * args.batch_size  # global_step < budget: stopped early (Ctrl-C)
-    summary.update(median_win_rate=float(np.median(last[:, 1])), median_return=float(np.median(last[:, 2])))
-    summary["evals"] = [dict(zip(("step", "win_rate", "episodic_return", "wall_time"), e)) for e in evals]
+    summary["median_win_rate"] = float(np.median(last[:, 1])) if is_smac else None  # MPE has no win
+    summary["median_return"] = float(np.median(last[:, 2]))
+    keys = ("step", "win_rate", "episodic_return", "wall_time")
+    summary["evals"] = [{k: v for k, v in zip(keys, e) if is_smac or k != "win_rate"} for e in evals]
     with open(path, "w") as f:
         json.dump(summary, f, indent=1)
-    print(f"median of the last {len(last)} evaluations: win rate {summary['median_win_rate']:.3f}, ", end="")
-    print(f"return {summary['median_return']:.3f} ({path})", flush=True)
+    win = f"win rate {summary['median_win_rate']:.3f}, " if is_smac else ""
+    print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})", flush=True)
 
 
 if __name__ == "__main__":
@@ -984,7 +986,7 @@ if __name__ == "__main__":
         save_checkpoint(
             path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
         )
-        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
+        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
         writer.close()
         envs.close()
         eval_envs.close()
@@ -1001,7 +1003,7 @@ if __name__ == "__main__":
         path = f"runs/{run_name}/{args.exp_name}.pt"
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
         print(f"model saved to {path}")
-    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals)
+    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
     envs.close()
     eval_envs.close()
     writer.close()

@@ -1,6 +1,7 @@
 """mappo_async_seed.py: the batching server, async and serial runs, checkpoints, shutdown, a lost client, multi-machine
 roles (and the rendezvous port listening on loopback only)."""
 
+import json
 import os
 import signal
 import socket
@@ -134,6 +135,8 @@ def test_smoke_other_backends(run_script, tmp_path, env_id):
     for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "popart/std"):
         assert len(scalars[tag]) == 2 and all(v == v for _, v in scalars[tag]), tag  # no NaN
     assert "eval/episodic_return" in scalars and ("eval/win_rate" in scalars) == env_id.startswith("smaclite/")
+    summary = json.loads((Path(run) / "eval_summary.json").read_text())  # MPE has no win: none written
+    assert (summary["median_win_rate"] is None) == ("win_rate" not in summary["evals"][0]) == env_id.startswith("simple_")
 
 
 def test_checkpoint_save_resume_eval_only(run_script, tmp_path):

@@ -148,6 +148,12 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     assert run_dirs(tmp_path) == [run]  # the same run went on
     ckpt = torch.load(ckpt_path, weights_only=True)
     assert ckpt["iteration"] == 3 and ckpt["global_step"] == 300 and len(ckpt["evals"]) == 3
+    # and it ends in the table, the plot and the marl-eval JSON, from that run
+    table = (tmp_path / "summary.md").read_text()
+    assert "| mappo | simple_spread_v3 | 1 | 300 | team return |" in table, table
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    marl_eval = json.loads((tmp_path / "marl_eval.json").read_text())
+    assert len(marl_eval["mpe"]["simple_spread_v3"]["mappo"]["run_0"]) == 3 + 1  # 3 evaluations + absolute_metrics
     second = bench()
     assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]

@@ -46,6 +46,7 @@ def check_smoke(tmp_path, is_smac: bool):
     assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
     summary = json.loads((Path(run) / "eval_summary.json").read_text())
     assert summary["global_step"] == 256 and len(summary["evals"]) == 2
+    assert (summary["median_win_rate"] is not None) == is_smac and ("win_rate" in summary["evals"][0]) == is_smac  # MPE: none
     return scalars
 
 
