@@ -1,5 +1,6 @@
-"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes), and
-benchmark/mappo.sh's resume of an unfinished run and skip of a finished one."""
+"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/episode_outcomes.py's
+counting on a hand-made env."""
 
 import json
 import os
@@ -157,3 +158,36 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     second = bench()
     assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]
+
+
+class EndingsEnv:
+    """Hand-made env, 4 envs x 2 agents: env e ends every e+2 steps; env 3 by the time limit, envs 0 and 2 won (env 0
+    with both allies alive, the others with one)."""
+
+    is_smac, num_envs, num_agents, obs_dim, num_actions = True, 4, 2, 3, 2
+
+    def reset(self) -> dict:
+        self.t = np.zeros(self.num_envs, dtype=int)
+        return self.observe()
+
+    def observe(self) -> dict:
+        return dict(obs=np.zeros((4, 2, 3), np.float32), avail=np.ones((4, 2, 2), bool))
+
+    def step(self, actions) -> dict:
+        self.t += 1
+        end = self.t == np.arange(4) + 2
+        self.t[end] = 0
+        truncated = end & (np.arange(4) == 3)
+        won = end & (np.arange(4) % 2 == 0)
+        final_alive = np.array([[1, 1], [1, 0], [1, 0], [1, 0]], bool)
+        return dict(self.observe(), terminated=end & ~truncated, truncated=truncated, won=won, final_alive=final_alive)
+
+
+def test_episode_outcomes_counts_each_envs_first_episodes():
+    import episode_outcomes
+    import mappo
+
+    actor = mappo.Actor(3 + 2, 2)
+    rows = episode_outcomes.outcomes(actor, EndingsEnv(), num_episodes=7)  # 2 per env, the first 7 in env order
+    one_round = [[1, 0, 2, 2], [0, 0, 1, 3], [1, 0, 1, 4], [0, 1, 1, 5]]  # won, time limit, alive, length
+    assert rows.tolist() == one_round + one_round[:3]
