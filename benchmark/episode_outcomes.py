@@ -5,6 +5,7 @@ and the allies left alive after a win. Reads checkpoints of mappo.py, ippo.py an
 """
 
 import argparse
+import math
 import os
 import sys
 
@@ -18,7 +19,7 @@ from popart import MaskedCategorical  # noqa: E402
 
 def outcomes(actor, envs, num_episodes: int, sample: bool = False) -> np.ndarray:
     """(N, 4) rows: won, truncated, allies alive at the end, length. Each env plays its first ceil(N/E) episodes."""
-    per_env = -(-num_episodes // envs.num_envs)
+    per_env = math.ceil(num_episodes / envs.num_envs)
     ids = torch.eye(envs.num_agents).expand(envs.num_envs, -1, -1)  # (E,A,A)
     rows, length = [[] for _ in range(envs.num_envs)], np.zeros(envs.num_envs, dtype=int)
     nxt = envs.reset()

@@ -186,6 +186,15 @@ def catches(pid: int, sig: int) -> bool:
     return False
 
 
+def check_stopped_before_the_first_update(tmp_path, script: str, returncode: int, out: str, err: str) -> None:
+    """exit 130, no traceback, the interrupt message, and a checkpoint at step 0 (not one full update yet)"""
+    assert returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert "interrupted at step" in out, out
+    [run] = run_dirs(tmp_path)
+    ckpt = torch.load(Path(run) / f"{Path(script).stem}.pt", weights_only=True)
+    assert ckpt["global_step"] == 0 and ckpt["iteration"] == 0
+
+
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
 def test_sigterm_while_smax_compiles(tmp_path, script):
     """SIGTERM (what timeout and job schedulers send) as soon as the run catches it: the first reset is compiling SMAX
@@ -203,11 +212,7 @@ def test_sigterm_while_smax_compiles(tmp_path, script):
         out, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
-    assert "interrupted at step" in out, out
-    [run] = run_dirs(tmp_path)
-    ckpt = torch.load(Path(run) / f"{Path(script).stem}.pt", weights_only=True)
-    assert ckpt["global_step"] == 0 and ckpt["iteration"] == 0  # not one full update yet
+    check_stopped_before_the_first_update(tmp_path, script, proc.returncode, out, err)
 
 
 # Runs a script as __main__ and sends it SIGTERM from inside the first garbage collection (main thread) after it has
@@ -241,11 +246,7 @@ def test_sigterm_inside_a_gc_callback(tmp_path, script):
     cmd = [sys.executable, "-c", SIGTERM_IN_GC_CALLBACK, str(ROOT / script), "--env-id", "3m", *SMALL]
     proc = subprocess.run([*cmd, "--total-timesteps", "100000"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert "did not run inside" not in proc.stderr
-    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert "interrupted at step" in proc.stdout, proc.stdout
-    [run] = run_dirs(tmp_path)
-    ckpt = torch.load(Path(run) / f"{Path(script).stem}.pt", weights_only=True)
-    assert ckpt["global_step"] == 0 and ckpt["iteration"] == 0
+    check_stopped_before_the_first_update(tmp_path, script, proc.returncode, proc.stdout, proc.stderr)
 
 
 def test_learns_smax_3m(run_script, tmp_path):
