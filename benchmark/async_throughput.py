@@ -20,6 +20,7 @@ import tempfile
 import time
 
 import numpy as np
+from throughput import write_results  # benchmark/ is on the path of a script run from it
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,11 +121,7 @@ def main():
             f"| {r['learner_update_s']:.2f} | {r.get('inference_s', float('nan')):.2f} "
             f"| {r.get('client_env_s', r.get('env_s', float('nan'))):.2f} | {r.get('policy_lag', 0.0):.2f} |"
         )
-    with open(opts.out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(opts.out + ".json", "w") as f:
-        json.dump(rows, f, indent=1)
-    print("\n".join(lines))
+    write_results(opts.out, lines, rows)
 
 
 if __name__ == "__main__":

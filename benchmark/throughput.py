@@ -62,6 +62,16 @@ def train_sps(env_id: str, iterations: int, extra: list[str]) -> dict:
     )
 
 
+def write_results(out: str, lines: list[str], rows: list[dict]) -> None:
+    """The table as OUT.md, the rows as OUT.json (the benchmark/ tools' outputs), and the table on stdout."""
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(out + ".json", "w") as f:
+        json.dump(rows, f, indent=1)
+    print("\n".join(lines))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-ids", nargs="+", default=["3m", "simple_spread_v3", "smaclite/2s3z"])
@@ -95,12 +105,7 @@ def main():
             f"| {r['env_id']} | {r['num_envs']} | {r['raw_sps']:.0f} | {r['sps']:.0f} | {r['ratio']:.2f} "
             f"| {r['env_s']:.3f} | {r['update_s']:.3f} | {r['other_s']:.3f} |"
         )
-    os.makedirs(os.path.dirname(opts.out), exist_ok=True)
-    with open(opts.out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(opts.out + ".json", "w") as f:
-        json.dump(rows, f, indent=1)
-    print("\n".join(lines))
+    write_results(opts.out, lines, rows)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
-benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/episode_outcomes.py's
-counting on a hand-made env."""
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, benchmark/episode_outcomes.py's
+counting on a hand-made env, and benchmark/scripted_smax.py's reference policies on SMAX 3m."""
 
 import json
 import os
@@ -191,3 +191,16 @@ def test_episode_outcomes_counts_each_envs_first_episodes():
     rows = episode_outcomes.outcomes(actor, EndingsEnv(), num_episodes=7)  # 2 per env, the first 7 in env order
     one_round = [[1, 0, 2, 2], [0, 0, 1, 3], [1, 0, 1, 4], [0, 1, 1, 5]]  # won, time limit, alive, length
     assert rows.tolist() == one_round + one_round[:3]
+
+
+def test_scripted_smax_policies_on_3m():
+    """The mirror of the enemy's rule is an even fight on the symmetric 3m (a wrong attack index or move direction
+    breaks that), every action it takes is available, and focus fire on the weakest enemy beats it."""
+    import scripted_smax
+
+    mirror = scripted_smax.win_rates("3m", "mirror", num_episodes=512)
+    focus = scripted_smax.win_rates("3m", "focus", num_episodes=512)
+    for result in (mirror, focus):
+        assert result["all_actions_available"] and result["ended"] == 1.0
+    assert 0.4 <= mirror["win_rate"] <= 0.6
+    assert focus["win_rate"] >= mirror["win_rate"] + 0.08
