@@ -51,8 +51,7 @@ def win_rates(map_name: str, policy: str, num_episodes: int, seed: int = 0, max_
             closest = jnp.argmin(jnp.where(alive[A:], dist, jnp.inf))
             if policy == "mirror":
                 target = jnp.argmin(jnp.where(in_range, dist, jnp.inf))
-                goal = closest
-                action = jnp.where(in_range.any(), FIRST_ATTACK + target, jnp.argmax(moves @ (pos[A + goal] - pos[i])))
+                action = jnp.where(in_range.any(), FIRST_ATTACK + target, jnp.argmax(moves @ (pos[A + closest] - pos[i])))
             else:
                 target = jnp.where(in_range[weakest], weakest, jnp.argmin(jnp.where(in_range, enemy_health, jnp.inf)))
                 action = jnp.where(in_range.any(), FIRST_ATTACK + target, jnp.argmax(moves @ (pos[A + weakest] - pos[i])))
