@@ -1,7 +1,7 @@
 """mappo_async_seed.py's throughput with 1, 2 and 3 env splits per client, next to its --no-async mode and mappo.py,
 all at the same env and total number of envs, each run alone, one after the other.
 
-    python benchmark/async_throughput.py [--env-ids 3m smaclite/2s3z] [--num-envs 12] [--iterations 6]
+    python benchmark/async_throughput.py [--env-ids 3m smaclite/2s3z] [--num-envs 12] [--iterations 6] [--cuda]
 
 FPS is the steady state: env steps between the first and the last update over the wall time between them (the first
 update, with JIT compilation and process start-up, is left out); no evaluation runs. --num-envs must divide by
@@ -70,6 +70,7 @@ def main():
     parser.add_argument(
         "--smaclite-iterations", type=int, default=3, help="updates per SMAClite run (its envs step ~200 SPS here)"
     )
+    parser.add_argument("--cuda", action="store_true", help="networks and updates on the GPU (envs stay on the CPU)")
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "async_throughput"))
     opts = parser.parse_args()
     if min(opts.iterations, opts.smaclite_iterations) < 2:
@@ -84,7 +85,8 @@ def main():
                 print(f"skipping {env_id}: SMAClite is not installed ({e})")
                 continue
         iterations = opts.smaclite_iterations if env_id.startswith("smaclite/") else opts.iterations
-        common = ["--env-id", env_id, "--num-envs", str(opts.num_envs), "--eval-interval", "0", "--no-cuda"]
+        common = ["--env-id", env_id, "--num-envs", str(opts.num_envs), "--eval-interval", "0"]
+        common += ["--cuda" if opts.cuda else "--no-cuda"]
         common += ["--total-timesteps", str(iterations * opts.num_envs * 400)]  # 400 steps: the SMAC rollout length
         # one env worker per split: a client steps one split at a time, so that is one busy core per client
         workers = ["--num-workers", "1"] if env_id.startswith("smaclite/") else []
@@ -95,15 +97,18 @@ def main():
         for m in opts.splits:
             runs.append((f"async, {m} split{'s' * (m > 1)}", [*async_cmd, *clients, "--num-splits", str(m)]))
         for label, cmd in runs:
-            log = os.path.join(opts.out, f"{env_id.replace('/', '-')}__{label.replace(' ', '_').replace(',', '')}.log")
+            log = os.path.join(
+                opts.out, f"{env_id.replace('/', '-')}__{label.replace(' ', '_').translate(str.maketrans('', '', ',()'))}.log"
+            )
             row = dict(env_id=env_id, num_envs=opts.num_envs, **measure(label, [sys.executable, *cmd], log))
             rows.append(row)
             print(json.dumps(row), flush=True)
     lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on cpu, {opts.num_clients} clients: "
+        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on {'cuda' if opts.cuda else 'cpu'}, "
+        f"{opts.num_clients} clients: "
         f"`python benchmark/async_throughput.py --env-ids {' '.join(opts.env_ids)} --num-envs {opts.num_envs} "
         f"--num-clients {opts.num_clients} --splits {' '.join(map(str, opts.splits))} --iterations {opts.iterations} "
-        f"--smaclite-iterations {opts.smaclite_iterations}`",
+        f"--smaclite-iterations {opts.smaclite_iterations}{' --cuda' if opts.cuda else ''}`",
         "",
         "Per update (seconds): the learner's wait for a batch and its update; the server's inference; env stepping summed "
         "over the clients (mappo.py: its env time).",
