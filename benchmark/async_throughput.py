@@ -97,9 +97,8 @@ def main():
         for m in opts.splits:
             runs.append((f"async, {m} split{'s' * (m > 1)}", [*async_cmd, *clients, "--num-splits", str(m)]))
         for label, cmd in runs:
-            log = os.path.join(
-                opts.out, f"{env_id.replace('/', '-')}__{label.replace(' ', '_').translate(str.maketrans('', '', ',()'))}.log"
-            )
+            name = label.replace(" ", "_").translate(str.maketrans("", "", ",()"))  # a plain file name
+            log = os.path.join(opts.out, f"{env_id.replace('/', '-')}__{name}.log")
             row = dict(env_id=env_id, num_envs=opts.num_envs, **measure(label, [sys.executable, *cmd], log))
             rows.append(row)
             print(json.dumps(row), flush=True)
