@@ -11,12 +11,13 @@ import contextlib
 import copy
 import ctypes
 import errno
-import importlib
+import importlib.util
 import json
 import math
 import multiprocessing as mp
 import queue
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -147,7 +148,7 @@ class Args:
     state_type: Literal["as", "ep", "cl"] = "as"
     """critic input: as = env state + own obs + id, ep = env state + id, cl = all obs [MAPPO: as SMAC, cl MPE]"""
     death_masking: bool = True
-    """a dead agent's critic input is zeros + its agent id [MAPPO: on, Suggestion 5]"""
+    """a dead agent's critic input is zeros + its agent id (all zeros with cl, which has no id) [MAPPO: on, Suggestion 5]"""
     policy_active_masks: bool = True
     """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
     value_active_masks: bool = False
@@ -192,7 +193,7 @@ class Args:
     client_timeout: float = 30.0
     """seconds without a request from a client before the learner gives up on it"""
     init_method: Optional[str] = None
-    """rendezvous URL; default tcp://master-addr:master-port (a local run uses a file store, no port)"""
+    """rendezvous URL of --role learner/client; default tcp://master-addr:master-port (--role all: a file store)"""
 
     # computed, not flags
     batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
@@ -322,6 +323,10 @@ def validate(args: Args):
         fail(f"--rank {args.rank} must be in 1 .. --world-size - 1 = {args.world_size - 1} for a client")
     if args.max_policy_lag < 0:
         fail(f"--max-policy-lag must be >= 0, got {args.max_policy_lag}")
+    if args.resume and args.eval_only:
+        fail("--resume and --eval-only are exclusive: give one checkpoint")
+    if args.track and importlib.util.find_spec("wandb") is None:
+        fail("--track needs wandb: pip install wandb")
     if not 0 <= args.gae_lambda <= 1:
         fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
     if args.total_timesteps < args.batch_size and not args.eval_only:
@@ -1068,13 +1073,17 @@ def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_add
         try:
             sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
         except OSError as e:  # not an address of this host (behind NAT, say): every interface, as torch would
-            if e.errno != errno.EADDRNOTAVAIL:
-                raise
+            if e.errno != errno.EADDRNOTAVAIL:  # the port in use, an unknown host name, ...
+                fail(f"cannot listen on {master_addr}:{url.port} for the rendezvous ({e})")
             print(f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr)
             sock = socket.create_server(("", url.port), backlog=128)
         store = dist.TCPStore(
             master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
         )
+    elif init_method.startswith("tcp://"):  # a client waits --rpc-timeout for the learner's store, as it waits for us
+        url = urllib.parse.urlparse(init_method)
+        store = dist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
+    if init_method.startswith("tcp://"):
         dist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
         init_method = "cleanmappo://"
     options = rpc.TensorPipeRpcBackendOptions(init_method=init_method, rpc_timeout=timeout, num_worker_threads=16)
@@ -1093,7 +1102,10 @@ def env_client(rank: int, world_size: int, init_method: str, master_addr: str, r
         if os.getppid() != parent:  # it died while we were importing
             return
     torch.set_num_threads(1)
-    init_rpc(f"client{rank}", rank, world_size, init_method, master_addr, rpc_timeout)
+    try:
+        init_rpc(f"client{rank}", rank, world_size, init_method, master_addr, rpc_timeout)
+    except (RuntimeError, OSError) as e:  # no learner there within --rpc-timeout, an unknown host name, ...
+        fail(f"env client {rank}: no rendezvous with the learner at {init_method} ({str(e).splitlines()[0][:200]})")
     splits = []
     try:
         init_names = [f.name for f in fields(Args) if f.init]
@@ -1232,8 +1244,9 @@ def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, term
     return final_values, next_value
 
 
-def stop_clients(server, procs: list, world_size: int, timeout: float = 10.0):
-    """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC"""
+def stop_clients(server, procs: list, world_size: int, store_dir: Optional[str], timeout: float = 10.0):
+    """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC and
+    removes the local run's rendezvous folder"""
     server.stopping.set()
     if server.thread is not None:
         server.thread.join(timeout=5)
@@ -1250,6 +1263,8 @@ def stop_clients(server, procs: list, world_size: int, timeout: float = 10.0):
             proc.wait()
     if world_size > 1:
         rpc.shutdown(graceful=False)
+    if store_dir is not None:
+        shutil.rmtree(store_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
@@ -1296,13 +1311,14 @@ if __name__ == "__main__":
             actor.load_state_dict(ckpt["actor"])
             critic.load_state_dict(ckpt["critic"])
         except RuntimeError as e:  # a network flag (--recurrent, --hidden-dim, ...) that differs from the checkpoint's
-            fail(f"the checkpoint's networks do not match these flags: {str(e).splitlines()[0]}")
+            fail(f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
 
     if args.eval_only:
         win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
         eval_envs.close()
         print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} greedy episodes")
-        print(f"win_rate={win_rate:.4f} episodic_return={ret:.4f}")
+        win = f"win_rate={win_rate:.4f} " if eval_envs.is_smac else ""  # MPE has no win
+        print(f"{win}episodic_return={ret:.4f}")
         sys.exit(0)
     if resuming:  # --resume: optimiser state, step counters and the eval history continue
         actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
@@ -1335,14 +1351,15 @@ if __name__ == "__main__":
         copy.deepcopy(actor), agent_ids, T, args.server_batch, args.flush_timeout, args.num_clients, m, device, asdict(args)
     )
     server.publish(actor)  # version 1: the policy that acts first
-    _SERVER, procs, slot_envs, outs = server, [], [], []
+    _SERVER, procs, slot_envs, outs, store_dir = server, [], [], [], None
     # until the loop there is nothing to save and the RPC rendezvous blocks where no Python handler can run: Ctrl-C
     # and SIGTERM end the learner at once, and the local clients with it (PR_SET_PDEATHSIG, see env_client)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     if args.asynchronous:
         if args.role == "all":  # a file store for the rendezvous: no port is opened for it
-            init_method = f"file://{tempfile.mkdtemp(prefix='cleanmappo_rpc_')}/store"
+            store_dir = tempfile.mkdtemp(prefix="cleanmappo_rpc_")
+            init_method = f"file://{store_dir}/store"
         else:
             init_method = args.init_method or f"tcp://{args.master_addr}:{args.master_port}"
         for rank in range(1, args.world_size) if args.role == "all" else ():
@@ -1628,12 +1645,12 @@ if __name__ == "__main__":
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
             signal.signal(sig, signal.SIG_IGN)
         progress.stop()
-        stop_clients(server, procs, args.world_size if args.asynchronous else 1)
+        stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
         path = f"runs/{run_name}/{args.exp_name}.pt"
         save_checkpoint(
             path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
         )
-        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
+        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, done_step, evals, eval_envs.is_smac)
         writer.close()
         for envs in [*slot_envs, eval_envs]:
             envs.close()
@@ -1648,7 +1665,7 @@ if __name__ == "__main__":
         # teardown under it aborts or segfaults; every file is written and every child stopped by now
         os._exit(1 if isinstance(e, ClientLost) else 130)
     progress.stop()
-    stop_clients(server, procs, args.world_size if args.asynchronous else 1)
+    stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
 
     if args.save_model:
         path = f"runs/{run_name}/{args.exp_name}.pt"

@@ -6,7 +6,7 @@ os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves 
 
 import argparse
 import contextlib
-import importlib
+import importlib.util
 import json
 import math
 import multiprocessing as mp
@@ -131,7 +131,7 @@ class Args:
     state_type: Literal["as", "ep", "cl"] = "as"
     """critic input: as = env state + own obs + id, ep = env state + id, cl = all obs [MAPPO: as SMAC, cl MPE]"""
     death_masking: bool = True
-    """a dead agent's critic input is zeros + its agent id [MAPPO: on, Suggestion 5]"""
+    """a dead agent's critic input is zeros + its agent id (all zeros with cl, which has no id) [MAPPO: on, Suggestion 5]"""
     policy_active_masks: bool = True
     """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
     value_active_masks: bool = False
@@ -246,6 +246,10 @@ def validate(args: Args):
     for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "max_grad_norm", "huber_delta"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if args.resume and args.eval_only:
+        fail("--resume and --eval-only are exclusive: give one checkpoint")
+    if args.track and importlib.util.find_spec("wandb") is None:
+        fail("--track needs wandb: pip install wandb")
     if not 0 <= args.gae_lambda <= 1:
         fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
     if args.total_timesteps < args.batch_size and not args.eval_only:
@@ -773,14 +777,18 @@ if __name__ == "__main__":
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     global_step, start_iteration, evals = 0, 1, []
     if ckpt is not None:
-        actor.load_state_dict(ckpt["actor"])
-        critic.load_state_dict(ckpt["critic"])
+        try:
+            actor.load_state_dict(ckpt["actor"])
+            critic.load_state_dict(ckpt["critic"])
+        except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
+            fail(f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
 
     if args.eval_only:
         win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
         eval_envs.close()
         print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} greedy episodes")
-        print(f"win_rate={win_rate:.4f} episodic_return={ret:.4f}")
+        win = f"win_rate={win_rate:.4f} " if eval_envs.is_smac else ""  # MPE has no win
+        print(f"{win}episodic_return={ret:.4f}")
         sys.exit(0)
     if resuming:  # --resume: optimiser state, step counters and the eval history continue
         actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
@@ -1079,7 +1087,7 @@ if __name__ == "__main__":
         save_checkpoint(
             path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
         )
-        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
+        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, done_step, evals, eval_envs.is_smac)
         writer.close()
         envs.close()
         eval_envs.close()

@@ -107,8 +107,10 @@ def test_segment_records_outcomes_and_bootstrap():
 @pytest.mark.parametrize("mode", ["async", "serial"])
 def test_smoke_and_clean_end(run_script, tmp_path, mode):
     flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
-    run_script(SCRIPT, *flags, timeout=300)
+    (tmp_path / "tmp").mkdir()
+    run_script(SCRIPT, *flags, timeout=300, env={"TMPDIR": str(tmp_path / "tmp")})
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
+    assert not list((tmp_path / "tmp").glob("cleanmappo_rpc_*"))  # the rendezvous folder is removed at the end
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     assert len(scalars["charts/SPS"]) == 2  # 512 // (8 envs x 32 steps) updates
@@ -165,8 +167,10 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
 
 
 def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
-    """A 10M-step async run, returned once its first progress line is printed (one update done)."""
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    """A 10M-step async run, returned once its first progress line is printed (one update done). Its temporary files
+    go to tmp_path/tmp."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache, TMPDIR=str(tmp_path / "tmp"))
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line, deadline = "", time.time() + 300
@@ -189,6 +193,7 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
+    assert not list((tmp_path / "tmp").glob("cleanmappo_rpc_*"))  # and after Ctrl-C
     [run] = run_dirs(tmp_path)
     assert torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)["iteration"] >= 1
 
@@ -231,6 +236,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_rendezvous_errors_exit_2(tmp_path, jax_cache):
+    """A learner whose --master-port is taken, and a client with no learner to meet: exit 2 with a message."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        net = ["--master-addr", "127.0.0.1", "--master-port", str(busy.getsockname()[1]), "--world-size", "2"]
+        learner = [sys.executable, str(ROOT / SCRIPT), "--role", "learner", *net, *SMALL]
+        proc = subprocess.run(learner, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2 and "cannot listen on 127.0.0.1" in proc.stderr and "Traceback" not in proc.stderr
+    net = ["--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--world-size", "2", "--rpc-timeout", "3"]
+    client = [sys.executable, str(ROOT / SCRIPT), "--role", "client", "--rank", "1", *net]
+    proc = subprocess.run(client, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "no rendezvous with the learner" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
 
 
 def listening_addresses(port: int) -> set[str]:

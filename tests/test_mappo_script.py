@@ -1,6 +1,7 @@
 """mappo.py end to end, as a user runs it: subprocesses on the CPU, TensorBoard logs and checkpoints checked."""
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -136,6 +137,30 @@ def test_not_a_checkpoint_is_refused(run_script, tmp_path):
     torch.save({"weights": torch.zeros(3)}, other)  # a valid torch file, but not ours
     proc = run_script("mappo.py", "--eval-only", other, check=False, timeout=120)
     assert proc.returncode == 2 and "not a cleanmappo checkpoint" in proc.stderr
+
+
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
+def test_checkpoint_flag_errors(run_script, tmp_path, script):
+    """A checkpoint with network flags it was not trained with, or given to --resume and --eval-only at once: exit 2
+    with a message. eval-only on MPE prints a return and no win rate (MPE has no win)."""
+    mpe = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "2", "--num-steps", "25", "--update-epochs", "1"]
+    run_script(script, *mpe, "--total-timesteps", "50", "--eval-episodes", "2", "--save-model")
+    [run] = run_dirs(tmp_path)
+    path = Path(run) / script.replace(".py", ".pt")
+    proc = run_script(script, "--eval-only", path, "--eval-episodes", "2")
+    assert "episodic_return=" in proc.stdout and "win_rate" not in proc.stdout
+    cases = [(["--eval-only", path, "--hidden-dim", "32"], "do not match these flags: ", "size mismatch for body")]
+    cases += [(["--resume", path, "--eval-only", path], "exclusive", "")]
+    for flags, message, detail in cases:
+        proc = run_script(script, *flags, check=False, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert detail in proc.stderr  # the message says which tensor differs
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed")
+def test_track_without_wandb_exits_2(run_script):
+    proc = run_script("mappo.py", "--env-id", "simple_spread_v3", "--track", check=False, timeout=120)
+    assert proc.returncode == 2 and "pip install wandb" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_same_seed_same_losses(run_script, tmp_path):
