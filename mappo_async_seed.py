@@ -1,10 +1,15 @@
 # mappo_async_seed.py: SEED-style asynchronous MAPPO (env clients, batching inference server, learner over torch RPC).
 # Diff base: mappo.py. Details: README.md#mappo_async_seedpy
 import os
+import sys
 
 os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
-os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # TensorPipe warns about every pipe closed at shutdown
+# TensorPipe warns about every pipe closed at shutdown; a client also keeps c10d's C++ stack dumps (a learner that is
+# not there yet, say) off its stderr: it reports its own errors in one line
+os.environ.setdefault(
+    "TORCH_CPP_LOG_LEVEL", "FATAL" if "--role client" in " ".join(sys.argv) or "--role=client" in sys.argv else "ERROR"
+)
 
 import argparse
 import contextlib
@@ -21,7 +26,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
