@@ -47,9 +47,13 @@ def read_scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
 
 
 def smaclite_missing() -> str:
-    """'' when SMAClite imports, else the reason to skip its tests"""
+    """'' when SMAClite imports (or CLEANMAPPO_REQUIRE_SMACLITE=1: its tests then run and fail without it), else the
+    reason to skip its tests. Only a missing package or Rtree's missing libspatialindex skips: an install that breaks
+    on import in another way fails."""
+    if os.environ.get("CLEANMAPPO_REQUIRE_SMACLITE") == "1":
+        return ""
     try:
         import smaclite  # noqa: F401
-    except Exception as e:  # ImportError, or its Rtree without libspatialindex (OSError)
+    except (ImportError, OSError) as e:  # not installed, or its Rtree without libspatialindex (OSError)
         return f'SMAClite not installed ({type(e).__name__}: {e}); see README.md, section "SMAClite"'
     return ""

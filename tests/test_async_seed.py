@@ -91,6 +91,8 @@ def test_segment_records_outcomes_and_bootstrap():
             data.update(reward=np.full(2, t, np.float32), terminated=np.array([t == 2, False]), truncated=np.zeros(2, bool))
             data.update(won=np.array([t == 2, False]), final_obs=data["obs"], final_state=data["env_state"])
             data["final_alive"] = data["alive"]
+        if t == T:
+            assert server.ready.empty()  # not complete before the outcome of step T-1
         server.record(slot, data)
         server.record(slot, data)  # idempotent
         if t < T:
@@ -120,7 +122,7 @@ def test_smoke_and_clean_end(run_script, tmp_path, mode):
     assert ckpt["iteration"] == 2 and ckpt["script"] == SCRIPT
     if mode == "serial":  # no policy lag: the first ratio is exactly 1, as in mappo.py
         assert all(v == 0 for _, v in scalars["stats/policy_lag"])
-        assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
+        assert len(scalars["losses/first_ratio_dev"]) == 2 and all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
 
 
 @pytest.mark.parametrize("env_id", ["simple_spread_v3", "simple_speaker_listener_v4", "smaclite/2s3z"])
