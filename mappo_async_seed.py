@@ -1070,24 +1070,24 @@ def client_config() -> dict:
 def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float):
     if master_addr in ("127.0.0.1", "localhost"):
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")  # TensorPipe listens on the loopback interface only
-    if rank == 0 and init_method.startswith("tcp://"):
-        # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr's address only
+    if init_method.startswith("tcp://"):  # our own TCPStore, so that both sides keep to --rpc-timeout
         url = urllib.parse.urlparse(init_method)
-        family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
-        try:
-            sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
-        except OSError as e:  # not an address of this host (behind NAT, say): every interface, as torch would
-            if e.errno != errno.EADDRNOTAVAIL:  # the port in use, an unknown host name, ...
-                fail(f"cannot listen on {master_addr}:{url.port} for the rendezvous ({e})")
-            print(f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr)
-            sock = socket.create_server(("", url.port), backlog=128)
-        store = dist.TCPStore(
-            master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
-        )
-    elif init_method.startswith("tcp://"):  # a client waits --rpc-timeout for the learner's store, as it waits for us
-        url = urllib.parse.urlparse(init_method)
-        store = dist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
-    if init_method.startswith("tcp://"):
+        if rank == 0:  # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr only
+            family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
+            try:
+                sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
+            except OSError as e:  # not an address of this host (behind NAT, say): every interface, as torch would
+                if e.errno != errno.EADDRNOTAVAIL:  # the port in use, an unknown host name, ...
+                    fail(f"cannot listen on {master_addr}:{url.port} for the rendezvous ({e})")
+                print(
+                    f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr
+                )
+                sock = socket.create_server(("", url.port), backlog=128)
+            store = dist.TCPStore(
+                master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
+            )
+        else:  # a client waits --rpc-timeout for the learner's store, as the learner waits for the clients
+            store = dist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
         dist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
         init_method = "cleanmappo://"
     options = rpc.TensorPipeRpcBackendOptions(init_method=init_method, rpc_timeout=timeout, num_worker_threads=16)

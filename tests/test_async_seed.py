@@ -109,8 +109,7 @@ def test_segment_records_outcomes_and_bootstrap():
 @pytest.mark.parametrize("mode", ["async", "serial"])
 def test_smoke_and_clean_end(run_script, tmp_path, mode):
     flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
-    (tmp_path / "tmp").mkdir()
-    run_script(SCRIPT, *flags, timeout=300, env={"TMPDIR": str(tmp_path / "tmp")})
+    run_script(SCRIPT, *flags, timeout=300, env=own_tmpdir(tmp_path))
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     assert not list((tmp_path / "tmp").glob("cleanmappo_rpc_*"))  # the rendezvous folder is removed at the end
     [run] = run_dirs(tmp_path)
@@ -168,11 +167,16 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8) and "episodic_return=" in proc.stdout
 
 
+def own_tmpdir(tmp_path) -> dict:
+    """TMPDIR for a run: tmp_path/tmp, so that a test sees what the run leaves in the temp dir"""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {"TMPDIR": str(tmp_path / "tmp")}
+
+
 def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     """A 10M-step async run, returned once its first progress line is printed (one update done). Its temporary files
     go to tmp_path/tmp."""
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache, TMPDIR=str(tmp_path / "tmp"))
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache, **own_tmpdir(tmp_path))
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line, deadline = "", time.time() + 300
