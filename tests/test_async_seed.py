@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, read_scalars, run_dirs, smaclite_missing
+from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, smaclite_missing
 
 SCRIPT = "mappo_async_seed.py"
 SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
@@ -163,8 +163,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
 
     proc = run_script(SCRIPT, "--eval-only", path, "--eval-episodes", "8", timeout=300)
-    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
-    assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8) and "episodic_return=" in proc.stdout
+    eval_only_win_rate(proc.stdout, 8)
 
 
 def own_tmpdir(tmp_path) -> dict:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import read_scalars, run_dirs
+from conftest import eval_only_win_rate, read_scalars, run_dirs
 from test_mappo_script import TWO_UPDATES, check_smoke
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch")
@@ -21,8 +21,7 @@ def check_on_gpu_and_portable(run_script, run: str, script: str) -> None:
     assert {t.device.type for t in ckpt["actor"].values()} == {"cuda"}
     assert {t.device.type for t in ckpt["critic"].values()} == {"cuda"}
     proc = run_script(script, "--eval-only", path, "--eval-episodes", "4", "--no-cuda")
-    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
-    assert 0.0 <= win_rate <= 1.0 and win_rate * 4 == int(win_rate * 4)
+    eval_only_win_rate(proc.stdout, 4)
 
 
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])

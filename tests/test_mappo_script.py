@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, read_scalars, run_dirs, smaclite_missing
+from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, smaclite_missing
 
 SMALL = ["--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
 TWO_UPDATES = ["--total-timesteps", "256"]  # 4 envs x 32 steps = 128 env steps per update
@@ -122,9 +122,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path, script):
     assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
 
     proc = run_script(script, "--eval-only", path, "--eval-episodes", "8")
-    assert "win_rate=" in proc.stdout and "episodic_return=" in proc.stdout
-    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
-    assert 0.0 <= win_rate <= 1.0 and win_rate * 8 == int(win_rate * 8)
+    eval_only_win_rate(proc.stdout, 8)
     again = run_script(script, "--eval-only", path, "--eval-episodes", "8")  # greedy, seeded: the same numbers
     assert again.stdout.splitlines()[-1] == proc.stdout.splitlines()[-1]
 
