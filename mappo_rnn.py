@@ -690,6 +690,21 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 
 @torch.no_grad()
+def bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
+    """critic_out (T,E,A,H) states after each step -> values (return units) one step past a truncation (T,E,A): the
+    episode goes on from the state after t; and past step T-1 (E,A): from zeros where step T-1 ended an episode"""
+    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
+    final_values = critic_out.new_zeros((T, E, A))
+    if truncated.any():
+        final_x = final_state[truncated][None]  # (1,n,A,S)
+        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
+        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
+    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+    return final_values, next_value
+
+
+@torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) -> tuple[float, float]:
     """Greedy evaluation, every episode from a zero hidden state: each env plays its first ceil(N/E) episodes (no bias
     to short ones), the first N count. Returns (win rate, mean team return)."""
@@ -928,15 +943,10 @@ if __name__ == "__main__":
                 starts_ea = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
                 values_dn, critic_out = critic.value(state, initial_critic_h, starts_ea)  # (T,E,A) V(s_t), (T,E,A,H)
                 critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-                final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                if truncated.any():  # the final observation continues the episode: one more step from h after t
-                    final_x = final_state[truncated][None]  # (1,n,A,S)
-                    no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=device)  # (1,n,A)
-                    final_values, _ = critic.value(final_x, critic_out[truncated], no_start)  # (1,n,A)
-                    final_values_dn[truncated] = final_values[0]
+                final_values_dn, next_value = bootstrap_values(
+                    critic, critic_out, final_state, next_state, terminated, truncated
+                )
                 next_critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
-                next_value, _ = critic.value(next_state[None], next_critic_h, next_start[None, :, None].expand(1, E, A))
-                next_value = next_value[0]  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
                 )

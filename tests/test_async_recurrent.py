@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, read_scalars, run_dirs
+from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs
 from test_async_seed import client_pids, wait_no_clients
 
 SCRIPT = "mappo_async_seed.py"
@@ -93,8 +93,7 @@ def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
     ckpt = torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)
     assert ckpt["args"]["recurrent"] and "gru.weight_hh" in ckpt["actor"] and "gru.weight_hh" in ckpt["critic"]
     proc = run_script(SCRIPT, "--eval-only", Path(run) / "mappo_async_seed.pt", "--eval-episodes", "4", timeout=300)
-    win_rate = float(proc.stdout.split("win_rate=")[1].split()[0])
-    assert win_rate * 4 == int(win_rate * 4)
+    eval_only_win_rate(proc.stdout, 4)
     if mode == "serial":  # a network flag against the checkpoint's: a message and status 2, no traceback
         bad = run_script(SCRIPT, "--eval-only", Path(run) / "mappo_async_seed.pt", "--no-recurrent", check=False)
         assert bad.returncode == 2 and "do not match these flags" in bad.stderr and "Traceback" not in bad.stderr
@@ -194,43 +193,3 @@ def test_critic_carry_across_segments_and_batches():
         fresh, _ = critic.value(state[2 * T : 3 * T], torch.zeros(k, A, 8), starts[2 * T : 3 * T])
     torch.testing.assert_close(v2, fresh, rtol=0, atol=1e-6)
     assert (v2 - stream_values[2 * T : 3 * T]).abs().max() > 1e-4  # the carried state would have made a difference
-
-
-def test_recurrent_bootstrap_values_match_a_step_by_step_scan():
-    """The value of a truncated episode's final observation continues that episode's hidden state (no reset); the value
-    after the rollout's last step starts from zeros only where that step ended an episode. Checked against the critic
-    stepped one observation at a time."""
-    import mappo_async_seed as m
-
-    torch.manual_seed(1)
-    critic = m.Critic(in_dim=6, hidden_dim=8, recurrent=True)
-    T, E, A, S, H = 6, 3, 2, 6, 8
-    state, final_state, next_state = torch.randn(T, E, A, S), torch.randn(T, E, A, S), torch.randn(E, A, S)
-    terminated, truncated = torch.zeros(T, E, dtype=torch.bool), torch.zeros(T, E, dtype=torch.bool)
-    truncated[2, 0], terminated[5, 0] = True, True  # env 0: time limit inside, a side wiped out on the last step
-    terminated[1, 1], truncated[5, 1] = True, True  # env 1: truncated on the last step
-    starts = torch.zeros(T, E, A, dtype=torch.bool)  # env 2 never ends: its episode began before the rollout
-    starts[1:] = (terminated | truncated)[:-1, :, None]
-    starts[0, :2] = True
-    h0 = torch.randn(E, A, H)  # env 2's carried state
-    with torch.no_grad():
-        _, critic_out = critic.value(state, h0, starts)  # (T,E,A,H)
-    final_values, next_value = m.recurrent_bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated)
-    assert final_values.shape == (T, E, A) and next_value.shape == (E, A)
-
-    no = torch.zeros(1, 1, A, dtype=torch.bool)
-    for e in range(E):
-        h = h0[e : e + 1]  # (1,A,H)
-        for t in range(T):
-            with torch.no_grad():
-                _, out = critic.value(state[t, e][None, None], h, starts[t, e][None, None])
-                h = out[0]  # (1,A,H) after step t
-                want = critic.value(final_state[t, e][None, None], h, no)[0][0, 0] if truncated[t, e] else 0.0
-            torch.testing.assert_close(final_values[t, e], torch.as_tensor(want).expand(A), rtol=0, atol=1e-6)
-        ended = bool(terminated[-1, e] | truncated[-1, e])
-        with torch.no_grad():
-            want = critic.value(next_state[e][None, None], h if not ended else torch.zeros_like(h), no)[0][0, 0]
-        torch.testing.assert_close(next_value[e], want, rtol=0, atol=1e-6)
-    with torch.no_grad():  # a reset there would have given other values: the test tells the two apart
-        reset = critic.value(final_state[2, 0][None, None], torch.zeros(1, A, H), no)[0][0, 0]
-    assert (reset - final_values[2, 0]).abs().max() > 1e-4

@@ -1,5 +1,8 @@
 """mappo_rnn.py: the GRU scan and its resets, the chunking, the rebuilt hidden states (ratio == 1), learning."""
 
+import importlib
+
+import numpy as np
 import pytest
 import torch
 
@@ -70,6 +73,100 @@ def first_devs(run_script, tmp_path, script="mappo_rnn.py", extra=(), env=None) 
     ended = sum(v for _, v in scalars.get("charts/episodic_length", [])) > 0
     assert ended, "no episode ended inside the rollouts: the test would not cover resets inside chunks"
     return [v for _, v in scalars["losses/first_ratio_dev"]], [v for _, v in scalars["losses/first_value_dev"]]
+
+
+@pytest.mark.parametrize("script", ["mappo_rnn", "mappo_async_seed"])
+def test_bootstrap_values_match_a_step_by_step_scan(script):
+    """The value of a truncated episode's final observation continues that episode's hidden state (no reset); the value
+    after the rollout's last step starts from zeros only where that step ended an episode. Checked against the critic
+    stepped one observation at a time. (mappo_async_seed.py --recurrent has the same function under another name.)"""
+    m = importlib.import_module(script)
+    torch.manual_seed(1)
+    T, E, A, S, H = 6, 3, 2, 6, 8
+    critic = m.Critic(S, hidden_dim=H, recurrent=True) if script == "mappo_async_seed" else m.Critic(S, hidden_dim=H)
+    bootstrap_values = m.recurrent_bootstrap_values if script == "mappo_async_seed" else m.bootstrap_values
+    state, final_state, next_state = torch.randn(T, E, A, S), torch.randn(T, E, A, S), torch.randn(E, A, S)
+    terminated, truncated = torch.zeros(T, E, dtype=torch.bool), torch.zeros(T, E, dtype=torch.bool)
+    truncated[2, 0], terminated[5, 0] = True, True  # env 0: time limit inside, a side wiped out on the last step
+    terminated[1, 1], truncated[5, 1] = True, True  # env 1: truncated on the last step
+    starts = torch.zeros(T, E, A, dtype=torch.bool)  # env 2 never ends: its episode began before the rollout
+    starts[1:] = (terminated | truncated)[:-1, :, None]
+    starts[0, :2] = True
+    h0 = torch.randn(E, A, H)  # env 2's carried state
+    with torch.no_grad():
+        _, critic_out = critic.value(state, h0, starts)  # (T,E,A,H)
+    final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated)
+    assert final_values.shape == (T, E, A) and next_value.shape == (E, A)
+
+    no = torch.zeros(1, 1, A, dtype=torch.bool)
+    for e in range(E):
+        h = h0[e : e + 1]  # (1,A,H)
+        for t in range(T):
+            with torch.no_grad():
+                _, out = critic.value(state[t, e][None, None], h, starts[t, e][None, None])
+                h = out[0]  # (1,A,H) after step t
+                want = critic.value(final_state[t, e][None, None], h, no)[0][0, 0] if truncated[t, e] else 0.0
+            torch.testing.assert_close(final_values[t, e], torch.as_tensor(want).expand(A), rtol=0, atol=1e-6)
+        ended = bool(terminated[-1, e] | truncated[-1, e])
+        with torch.no_grad():
+            want = critic.value(next_state[e][None, None], h if not ended else torch.zeros_like(h), no)[0][0, 0]
+        torch.testing.assert_close(next_value[e], want, rtol=0, atol=1e-6)
+    with torch.no_grad():  # a reset there would have given other values: the test tells the two apart
+        reset = critic.value(final_state[2, 0][None, None], torch.zeros(1, A, H), no)[0][0, 0]
+    assert (reset - final_values[2, 0]).abs().max() > 1e-4
+
+
+class EpisodesOfFixedLength:
+    """A vectorised env whose env e ends an episode every lengths[e] steps (terminated), random observations."""
+
+    def __init__(self, lengths: list[int], num_agents: int = 2, obs_dim: int = 4, num_actions: int = 3):
+        self.lengths, self.t = np.array(lengths), np.zeros(len(lengths), dtype=np.int64)
+        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = len(lengths), num_agents, obs_dim, num_actions
+        self.rng = np.random.default_rng(0)
+
+    def observe(self) -> dict:
+        obs = self.rng.standard_normal((self.num_envs, self.num_agents, self.obs_dim)).astype(np.float32)
+        return dict(obs=obs, avail=np.ones((self.num_envs, self.num_agents, self.num_actions), dtype=bool))
+
+    def reset(self) -> dict:
+        self.t[:] = 0
+        return self.observe()
+
+    def step(self, actions) -> dict:
+        self.t += 1
+        ended = self.t >= self.lengths
+        self.t[ended] = 0
+        out = self.observe()
+        out.update(reward=np.ones(self.num_envs), terminated=ended, truncated=np.zeros(self.num_envs, dtype=bool))
+        return out | dict(won=ended.astype(np.float64))
+
+
+def test_evaluation_starts_every_episode_from_a_zero_hidden_state(monkeypatch):
+    """evaluate() resets the actor's hidden state at the first step of every episode, in every env, and a second
+    evaluation starts from zeros again."""
+    import mappo_rnn
+
+    env = EpisodesOfFixedLength([3, 5, 4])
+    calls = []  # (hidden state in, starts) of each GRU scan
+
+    def recording_scan(cell, x, h, starts):
+        calls.append((h.clone(), starts.clone()))
+        return gru_scan(cell, x, h, starts)
+
+    gru_scan = mappo_rnn.gru_scan
+    monkeypatch.setattr(mappo_rnn, "gru_scan", recording_scan)
+    torch.manual_seed(0)
+    actor = mappo_rnn.Actor(env.obs_dim + env.num_agents, env.num_actions, hidden_dim=8)
+    win_rate, ret = mappo_rnn.evaluate(actor, env, 6, torch.eye(env.num_agents), "cpu")
+    assert win_rate == 1.0 and ret == pytest.approx(np.mean([3, 5, 4, 3, 5, 4]))  # each env's first two episodes
+    assert len(calls) == 10  # the longest env's two episodes
+    for k, (h, starts) in enumerate(calls):
+        want = torch.tensor([k % length == 0 for length in env.lengths])[:, None].expand(3, env.num_agents)
+        assert torch.equal(starts[0], want), k
+        assert k == 0 or h.abs().sum() > 0  # a state that was carried, reset inside the scan where starts say so
+    calls.clear()
+    mappo_rnn.evaluate(actor, env, 3, torch.eye(env.num_agents), "cpu")
+    assert calls[0][1].all() and not calls[0][0].any()
 
 
 @pytest.mark.parametrize("minibatches", ["1", "3"])
