@@ -839,7 +839,6 @@ if __name__ == "__main__":
     actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
     logprobs = torch.zeros((T, E, A), device=device)
     final_state = torch.zeros((T, E, A, S), device=device)  # critic input of the final obs where truncated at t
-    starts = torch.zeros((T, E), dtype=torch.bool, device=device)  # step t begins an episode: hidden states reset
     actor_hs = torch.zeros((T, E, A, H), device=device)  # actor hidden state entering step t, before its reset
     rewards = torch.zeros((T, E), device=device)
     terminated = torch.zeros((T, E), dtype=torch.bool, device=device)
@@ -896,12 +895,12 @@ if __name__ == "__main__":
 
             env_time = 0.0
             initial_critic_h = next_critic_h.clone()  # (E,A,H) the critic runs over the whole rollout after it
+            initial_start = next_start.clone()  # (E,) step 0 begins an episode
             for step in range(0, T):
                 if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
                     raise KeyboardInterrupt
                 global_step += E
                 obs[step], state[step], avail_actions[step], alive[step] = next_obs, next_state, next_avail, next_alive
-                starts[step] = next_start
                 actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from
 
                 # ALGO LOGIC: one batched forward over all envs and agents, one GRU step
@@ -940,6 +939,9 @@ if __name__ == "__main__":
 
             # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
             with torch.no_grad():
+                # step t begins an episode (hidden states reset) where step t-1 ended one; derived from the dones, not
+                # stored by the rollout, so the ratio test also checks the rollout's own resets
+                starts = torch.cat([initial_start[None], (terminated | truncated)[:-1]])  # (T,E)
                 starts_ea = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
                 values_dn, critic_out = critic.value(state, initial_critic_h, starts_ea)  # (T,E,A) V(s_t), (T,E,A,H)
                 critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t

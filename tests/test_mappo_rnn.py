@@ -13,6 +13,7 @@ SMALL = ["--no-cuda", "--num-envs", "4", "--update-epochs", "2", "--eval-episode
 RATIO_RUN = ["--env-id", "3m", *SMALL, "--num-steps", "64", "--total-timesteps", "768", "--eval-interval", "0"]
 STORE_LINE = "actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from"
 CRITIC_LINE = "critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t"
+RESET_LINE = "next_start = torch.from_numpy(done).to(device)"
 
 
 def test_gru_resets_where_an_episode_starts_inside_a_chunk():
@@ -176,24 +177,28 @@ def test_ratio_is_one_on_the_first_minibatch(run_script, tmp_path, minibatches):
     assert max(value_devs) <= 1e-4, value_devs  # the critic's chunks rebuild its hidden states too (PopArt rounding)
 
 
-@pytest.mark.parametrize("mutation", ["actor", "critic"])
+@pytest.mark.parametrize("mutation", ["actor", "critic", "reset"])
 def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path, mutation):
-    """The same run with a stored hidden state shifted by one step (the state after step t stored for step t): the
-    first ratio (actor) or the first value (critic) must then be visibly off, so the test above can fail."""
+    """The same run with a stored hidden state shifted by one step (the state after step t stored for step t), or with
+    a rollout that never resets the actor's state when an episode ends (training takes its resets from the dones): the
+    first ratio (actor, reset) or the first value (critic) must then be visibly off, so the test above can fail."""
     source = (ROOT / "mappo_rnn.py").read_text()
     assert source.count(STORE_LINE) == 1 and source.count(CRITIC_LINE) == 1, "the lines moved: update the test"
+    assert source.count(RESET_LINE) == 1, "the lines moved: update the test"
     if mutation == "actor":
         mutant = source.replace(STORE_LINE, "pass").replace(
             "next_actor_h = next_actor_hs[0]\n",
             "next_actor_h = next_actor_hs[0]\n" + " " * 20 + "actor_hs[step] = next_actor_h\n",
         )
         assert mutant.count("actor_hs[step] = next_actor_h") == 1
-    else:
+    elif mutation == "critic":
         mutant = source.replace(CRITIC_LINE, "critic_hs = critic_out")
+    else:
+        mutant = source.replace(RESET_LINE, "next_start = torch.zeros(E, dtype=torch.bool, device=device)")
     path = tmp_path / "mappo_rnn_mutant.py"
     path.write_text(mutant)
     ratio_devs, value_devs = first_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})
-    if mutation == "actor":
+    if mutation in ("actor", "reset"):
         assert min(ratio_devs) > 1e-3, ratio_devs
     else:
         assert max(ratio_devs) <= 1e-6 and min(value_devs) > 1e-3, (ratio_devs, value_devs)
