@@ -37,7 +37,7 @@ from typing import Annotated, Literal, Optional
 
 import numpy as np
 import torch
-import torch.distributed as dist
+import torch.distributed as tdist
 import torch.distributed.rpc as rpc
 import torch.nn as nn
 import tyro
@@ -894,6 +894,7 @@ class InferenceServer:
         self.batch_sizes, self.infer_time, self.client_env_time = [], 0.0, {}
         self.last_seen = {c: time.time() for c in range(num_clients)}  # client -> time of its last request
         self.waiting = {c: 0 for c in range(num_clients)}  # client -> its requests not answered yet (it is alive)
+        self.waiting_lock, self.error = threading.Lock(), None  # RPC threads and the batching thread both count
         self.stopping, self.stopped_clients, self.thread = threading.Event(), set(), None
         self.hidden, self.segment_index = {}, {}  # slot -> (k,A,H) actor hidden state after its last step; segments made
 
@@ -919,7 +920,8 @@ class InferenceServer:
             self.stopped_clients.add(slot[0])
             future.set_result(None)  # the run is over: the client stops
         else:
-            self.waiting[slot[0]] = self.waiting.get(slot[0], 0) + 1
+            with self.waiting_lock:
+                self.waiting[slot[0]] = self.waiting.get(slot[0], 0) + 1
             self.requests.put((slot, data, future), timeout=10)
 
     def run(self):
@@ -935,10 +937,19 @@ class InferenceServer:
                     batch.append(self.requests.get(timeout=remaining))
                 except queue.Empty:
                     break
-            for slot, data, _ in batch:
-                self.record(slot, data)
-            for (slot, data, future), action in zip(batch, self.infer(batch)):
-                self.waiting[slot[0]] -= 1
+            try:
+                for slot, data, _ in batch:
+                    self.record(slot, data)
+                actions = self.infer(batch)
+            except Exception as e:  # a malformed request, a failed forward: the learner and the clients fail, none hangs
+                self.error = e
+                for _, _, future in batch:
+                    future.set_exception(e)
+                self.stopping.set()
+                break
+            for (slot, data, future), action in zip(batch, actions):
+                with self.waiting_lock:
+                    self.waiting[slot[0]] -= 1
                 self.last_seen[slot[0]] = time.time()
                 future.set_result(action)
         self.drain()
@@ -1067,12 +1078,18 @@ def client_config() -> dict:
     return _SERVER.client_args
 
 
-def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float):
+def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float, procs=()):
+    """Joins the RPC group. For tcp:// and file:// rendezvous we open the store ourselves and every process waits for
+    the others at most `timeout` s (torch's own start-up waits for a missing rank about 25 days); a local client in
+    `procs` that exits first ends the wait at once. Raises RuntimeError when the group is not complete in time."""
     if master_addr in ("127.0.0.1", "localhost"):
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")  # TensorPipe listens on the loopback interface only
-    if init_method.startswith("tcp://"):  # our own TCPStore, so that both sides keep to --rpc-timeout
-        url = urllib.parse.urlparse(init_method)
-        if rank == 0:  # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr only
+    url = urllib.parse.urlparse(init_method)
+    if url.scheme in ("tcp", "file"):
+        if url.scheme == "file":
+            store = tdist.FileStore(url.path, world_size)
+            store.set_timeout(timedelta(seconds=timeout))
+        elif rank == 0:  # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr only
             family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
             try:
                 sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
@@ -1083,20 +1100,31 @@ def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_add
                     f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr
                 )
                 sock = socket.create_server(("", url.port), backlog=128)
-            store = dist.TCPStore(
+            store = tdist.TCPStore(
                 master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
             )
         else:  # a client waits --rpc-timeout for the learner's store, as the learner waits for the clients
-            store = dist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
-        dist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
+            store = tdist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
+        store.add("cleanmappo_joined", 1)
+        deadline = time.time() + timeout
+        while (joined := store.add("cleanmappo_joined", 0)) < world_size:
+            for i, proc in enumerate(procs):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"env client {i + 1} exited with status {proc.returncode} before joining")
+            if time.time() > deadline:
+                raise RuntimeError(f"{joined} of {world_size} processes joined within --rpc-timeout {timeout:g} s")
+            time.sleep(0.05)
+        tdist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
         init_method = "cleanmappo://"
     options = rpc.TensorPipeRpcBackendOptions(init_method=init_method, rpc_timeout=timeout, num_worker_threads=16)
     rpc.init_rpc(name, rank=rank, world_size=world_size, rpc_backend_options=options)
 
 
-def env_client(rank: int, world_size: int, init_method: str, master_addr: str, rpc_timeout: float):
+def env_client(rank: int, world_size: int, init_method: str, master_addr: str, rpc_timeout: float) -> int:
     """An env client (RPC rank >= 1): steps its splits in turn. After stepping split s it sends the step to the server
-    without waiting and moves on to split s+1, whose actions have arrived meanwhile: its CPU does not idle on inference."""
+    without waiting and moves on to split s+1, whose actions have arrived meanwhile: its CPU does not idle on inference.
+    -> exit status: 0 when the learner ended the run (or the local learner is gone), 1 after an error (the learner
+    lost or failed, an RPC timeout, an env that failed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops us
     learner = os.environ.get("CLEANMAPPO_LEARNER_PID")  # set by a local learner
     parent = int(learner) if learner else os.getppid()
@@ -1104,7 +1132,7 @@ def env_client(rank: int, world_size: int, init_method: str, master_addr: str, r
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # it died while we were importing
-            return
+            return 0
     torch.set_num_threads(1)
     try:
         init_rpc(f"client{rank}", rank, world_size, init_method, master_addr, rpc_timeout)
@@ -1130,36 +1158,42 @@ def env_client(rank: int, world_size: int, init_method: str, master_addr: str, r
             for s, envs in enumerate(splits):
                 actions = futures[s].wait()
                 if actions is None:
-                    return
+                    return 0
                 start = time.time()
                 out = envs.step(actions)
                 env_time += time.time() - start
                 futures[s] = rpc.rpc_async(
                     "learner", serve, args=(client, s, dict(out, env_time=env_time)), timeout=rpc_timeout
                 )
+        return 0  # the process that started us is gone
     except Exception as e:  # the learner is gone or failed: nothing to wait for
+        hint = "; the learner kept us waiting longer than --rpc-timeout: raise it" if "timeout" in str(e).lower() else ""
         print(
-            f"env client {rank}: stopping ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})",
+            f"env client {rank}: stopping ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}){hint}",
             file=sys.stderr,
         )
+        return 1
     finally:
         for envs in splits:
             envs.close()
         rpc.shutdown(graceful=False)
 
 
-class ClientLost(Exception):
-    pass
+class RunFailed(Exception):
+    """A client or the inference server is gone: the learner stops the run with a checkpoint (exit 1)"""
 
 
 def collect_segments(server, n, version, max_lag, procs, client_timeout) -> tuple[list[dict], int]:
     """Waits for n segments no older than max_lag updates; -> segments, env steps dropped as too old.
-    Raises ClientLost when a local client process has exited or any client has been silent for client_timeout s."""
+    Raises RunFailed when the server thread failed, a local client process has exited or any client has been silent
+    for client_timeout s."""
     segments, dropped = [], 0
     while len(segments) < n:
+        if server.error is not None:
+            raise RunFailed(f"the inference server failed: {type(server.error).__name__}: {server.error}")
         for i, proc in enumerate(procs):  # checked for every segment: live clients keep the queue busy
             if proc.poll() is not None:
-                raise ClientLost(f"env client {i + 1} exited with status {proc.returncode}")
+                raise RunFailed(f"env client {i + 1} exited with status {proc.returncode}")
         silent = {  # a client waiting for its actions is alive, however long the learner keeps the server busy
             c: time.time() - t
             for c, t in server.last_seen.items()
@@ -1167,7 +1201,7 @@ def collect_segments(server, n, version, max_lag, procs, client_timeout) -> tupl
         }
         if silent:
             c, s = max(silent.items(), key=lambda cs: cs[1])
-            raise ClientLost(f"env client {c + 1} sent no request for {s:.0f} s (--client-timeout {client_timeout})")
+            raise RunFailed(f"env client {c + 1} sent no request for {s:.0f} s (--client-timeout {client_timeout})")
         try:
             seg = server.ready.get(timeout=1.0)
         except queue.Empty:
@@ -1251,11 +1285,11 @@ def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, term
 def stop_clients(server, procs: list, world_size: int, store_dir: Optional[str], timeout: float = 10.0):
     """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC and
     removes the local run's rendezvous folder"""
+    deadline = time.time() + timeout
     server.stopping.set()
     if server.thread is not None:
-        server.thread.join(timeout=5)
+        server.thread.join(timeout=timeout / 2)  # its waits are 0.1-0.5 s
     server.drain()
-    deadline = time.time() + timeout
     while time.time() < deadline and (
         any(p.poll() is None for p in procs) or (not procs and len(server.stopped_clients) < world_size - 1)
     ):
@@ -1275,8 +1309,7 @@ if __name__ == "__main__":
     args, ckpt = parse_args()
     if args.role == "client":
         init_method = args.init_method or f"tcp://{args.master_addr}:{args.master_port}"
-        env_client(args.rank, args.world_size, init_method, args.master_addr, args.rpc_timeout)
-        sys.exit(0)
+        sys.exit(env_client(args.rank, args.world_size, init_method, args.master_addr, args.rpc_timeout))
     resuming = ckpt is not None and not args.eval_only
     run_name = (
         ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
@@ -1371,7 +1404,14 @@ if __name__ == "__main__":
             cmd += ["--world-size", str(args.world_size), "--init-method", init_method, "--master-addr", args.master_addr]
             env = dict(os.environ, CLEANMAPPO_LEARNER_PID=str(os.getpid()))
             procs.append(subprocess.Popen(cmd + ["--rpc-timeout", str(args.rpc_timeout)], stdin=subprocess.DEVNULL, env=env))
-        init_rpc("learner", 0, args.world_size, init_method, args.master_addr, args.rpc_timeout)
+        try:
+            init_rpc("learner", 0, args.world_size, init_method, args.master_addr, args.rpc_timeout, procs)
+        except RuntimeError as e:  # a client missing or dead
+            for proc in procs:
+                proc.kill()
+            if store_dir is not None:
+                shutil.rmtree(store_dir, ignore_errors=True)
+            fail(f"no rendezvous with the env clients at {init_method} ({str(e).splitlines()[0][:200]})")
         server.last_seen = {c: time.time() for c in range(args.num_clients)}
         server.thread = threading.Thread(target=server.run, daemon=True)
         server.thread.start()
@@ -1405,7 +1445,7 @@ if __name__ == "__main__":
     # TRY NOT TO MODIFY: start the game
     start_time = run_start = time.time()
     start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
-    start_env_steps, eval_total = global_step, 0.0
+    start_env_steps, env_time_logged, warned_busy = global_step, 0.0, False
     server.env_steps = global_step  # a resumed run counts on
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -1437,6 +1477,7 @@ if __name__ == "__main__":
             else:
                 segments, dropped = serial_collect(server, slot_envs, outs, args.num_clients * m), 0
             wait_time = time.time() - wait_start
+            busy_start = time.time()  # from here to the next batch the server may hold the clients' requests
             global_step = server.env_steps
 
             def stack(key: str, axis: int = 1) -> torch.Tensor:
@@ -1584,8 +1625,8 @@ if __name__ == "__main__":
             explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
             # TRY NOT TO MODIFY: record rewards for plotting purposes
-            # env steps per second of wall time since the start, evaluations excluded (the clients run on meanwhile)
-            sps = int((global_step - start_env_steps) / max(time.time() - run_start - eval_total, 1e-9))
+            # env steps per second of wall time since the start, evaluations included: the clients step on meanwhile
+            sps = int((global_step - start_env_steps) / max(time.time() - run_start, 1e-9))
             stats = server.take_stats()
             writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
             writer.add_scalar("charts/SPS", sps, global_step)
@@ -1601,7 +1642,9 @@ if __name__ == "__main__":
             writer.add_scalar("stats/server_batch_size", np.mean(stats["batch_sizes"] or [0]), global_step)
             writer.add_scalar("stats/request_queue", server.requests.qsize(), global_step)
             writer.add_scalar("stats/ready_queue", server.ready.qsize(), global_step)
-            writer.add_scalar("stats/time_env", sum(server.client_env_time.values()), global_step)  # client seconds, total
+            env_time_total = sum(server.client_env_time.values())  # client seconds in env steps since they started
+            writer.add_scalar("stats/time_env", env_time_total - env_time_logged, global_step)  # since the last update
+            env_time_logged = env_time_total
             writer.add_scalar("stats/time_inference", stats["infer_time"], global_step)
             writer.add_scalar("stats/time_learner_wait", wait_time, global_step)
             writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
@@ -1633,19 +1676,26 @@ if __name__ == "__main__":
                 if eval_envs.is_smac:
                     writer.add_scalar("eval/win_rate", win_rate, global_step)
                 writer.add_scalar("time/eval", time.time() - eval_start, global_step)
-                eval_total += time.time() - eval_start
                 info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
             if args.save_interval and iteration % args.save_interval == 0:  # a killed run loses at most N updates
                 path = f"runs/{run_name}/{args.exp_name}.pt"
                 save_checkpoint(
                     path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals
                 )
+            busy = time.time() - busy_start
+            if args.asynchronous and busy > args.rpc_timeout / 2 and not warned_busy:
+                warned_busy = True  # once a full batch waits, each client waits as long as the learner is busy
+                print(
+                    f"warning: the learner was busy {busy:.0f} s between two batches (update, evaluation, checkpoint); a"
+                    f" client waiting longer than --rpc-timeout {args.rpc_timeout:g} s stops: raise --rpc-timeout",
+                    file=sys.stderr,
+                )
             progress.update(task, completed=global_step, info=info)
             if progress.disable and (
                 iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)
             ):
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
-    except (KeyboardInterrupt, ClientLost) as e:
+    except (KeyboardInterrupt, RunFailed) as e:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
             signal.signal(sig, signal.SIG_IGN)
         progress.stop()
@@ -1658,16 +1708,22 @@ if __name__ == "__main__":
         writer.close()
         for envs in [*slot_envs, eval_envs]:
             envs.close()
-        if isinstance(e, ClientLost):
+        if isinstance(e, RunFailed):
             print(f"error: {e}; stopped the run, checkpoint at step {done_step} in {path}", file=sys.stderr, flush=True)
         else:
             print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
         if args.track:
-            wandb.finish(exit_code=1 if isinstance(e, ClientLost) else 130)
+            wandb.finish(exit_code=1 if isinstance(e, RunFailed) else 130)
         sys.stdout.flush()
         # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
         # teardown under it aborts or segfaults; every file is written and every child stopped by now
-        os._exit(1 if isinstance(e, ClientLost) else 130)
+        os._exit(1 if isinstance(e, RunFailed) else 130)
+    except BaseException:  # a bug or a device error: the clients stop and the rendezvous folder goes, then the traceback
+        progress.stop()
+        stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
+        raise
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the run is complete: nothing to cut short
+        signal.signal(sig, signal.SIG_IGN)
     progress.stop()
     stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
 

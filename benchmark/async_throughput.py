@@ -51,8 +51,7 @@ def measure(label: str, cmd: list[str], log_path: str) -> dict:
     if "stats/time_learner_wait" in s:  # mappo_async_seed.py
         row["learner_wait_s"] = mean_after_first("stats/time_learner_wait")
         row["inference_s"] = mean_after_first("stats/time_inference")
-        env = s["stats/time_env"]  # cumulative client seconds
-        row["client_env_s"] = (env[-1][2] - env[0][2]) / (len(env) - 1)
+        row["client_env_s"] = mean_after_first("stats/time_env")  # client seconds in env steps per update
         row["policy_lag"] = mean_after_first("stats/policy_lag")
         row["server_batch"] = mean_after_first("stats/server_batch_size")
     else:  # mappo.py

@@ -79,6 +79,30 @@ def test_server_flushes_a_partial_batch():
     assert late.done() and late.value() is None  # after the end, a request is told to stop
 
 
+def test_server_error_fails_the_waiting_clients_and_the_learner():
+    """A request the server cannot batch (another observation width: a remote client with another env version) kills
+    no one silently: the waiting clients get the error, and the learner's wait for segments raises at once."""
+    m, server = make_server(server_batch=2, flush_timeout=0.5)
+    server.thread = threading.Thread(target=server.run, daemon=True)
+    server.thread.start()
+    wide = dict(obs=np.zeros((2, 2, 5), np.float32), env_state=np.zeros((2, 5), np.float32), avail=np.ones((2, 2, 3), bool))
+    futures = [torch.futures.Future(), torch.futures.Future()]
+    server.submit((0, 0), dict(request(), alive=np.ones((2, 2), bool)), futures[0])
+    server.submit((1, 0), dict(wide, alive=np.ones((2, 2), bool)), futures[1])
+    server.thread.join(timeout=5)
+    assert not server.thread.is_alive() and all(f.done() for f in futures)
+    for future in futures:
+        with pytest.raises(ValueError):
+            future.wait()
+    start = time.time()
+    with pytest.raises(m.RunFailed, match="the inference server failed: ValueError"):
+        m.collect_segments(server, 3, server.version, 4, [], client_timeout=60.0)
+    assert time.time() - start < 1.0
+    late = torch.futures.Future()
+    server.submit((2, 0), dict(request(), alive=np.ones((2, 2), bool)), late)
+    assert late.done() and late.value() is None  # the run is over: a later request is told to stop
+
+
 def test_segment_records_outcomes_and_bootstrap():
     """A slot's segment: T steps with their outcomes, the bootstrap observation, the acting version; complete after the
     outcome of step T-1 arrives."""
@@ -259,6 +283,12 @@ def test_rendezvous_errors_exit_2(tmp_path, jax_cache):
     proc = subprocess.run(client, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and "no rendezvous with the learner" in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "frame #" not in proc.stderr  # one line, no C++ stack dump
+    # a learner whose client never comes: torch's own start-up would wait ~25 days for it
+    net = ["--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--world-size", "2", "--rpc-timeout", "3"]
+    learner = [sys.executable, str(ROOT / SCRIPT), "--role", "learner", *net, *SMALL]
+    proc = subprocess.run(learner, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "1 of 2 processes joined within --rpc-timeout 3 s" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
 
 
 def listening_addresses(port: int) -> set[str]:
