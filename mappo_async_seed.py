@@ -1105,13 +1105,17 @@ def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_add
             )
         else:  # a client waits --rpc-timeout for the learner's store, as the learner waits for the clients
             store = tdist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
-        store.add("cleanmappo_joined", 1)
+        keys = [f"cleanmappo_joined/{r}" for r in range(world_size)]  # one per rank: a restarted rank counts once
+        store.set(keys[rank], "1")
         deadline = time.time() + timeout
-        while (joined := store.add("cleanmappo_joined", 0)) < world_size:
+        while True:
             for i, proc in enumerate(procs):
                 if proc.poll() is not None:
                     raise RuntimeError(f"env client {i + 1} exited with status {proc.returncode} before joining")
+            if store.check(keys):
+                break
             if time.time() > deadline:
+                joined = sum(store.check([key]) for key in keys)
                 raise RuntimeError(f"{joined} of {world_size} processes joined within --rpc-timeout {timeout:g} s")
             time.sleep(0.05)
         tdist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
@@ -1299,6 +1303,8 @@ def stop_clients(server, procs: list, world_size: int, store_dir: Optional[str],
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    if world_size > 1 and not procs:  # remote clients: let the last answers leave before the pipes close
+        time.sleep(max(0.0, min(0.5, deadline - time.time())))
     if world_size > 1:
         rpc.shutdown(graceful=False)
     if store_dir is not None:
@@ -1719,6 +1725,8 @@ if __name__ == "__main__":
         # teardown under it aborts or segfaults; every file is written and every child stopped by now
         os._exit(1 if isinstance(e, RunFailed) else 130)
     except BaseException:  # a bug or a device error: the clients stop and the rendezvous folder goes, then the traceback
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         progress.stop()
         stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
         raise

@@ -83,12 +83,12 @@ def test_server_error_fails_the_waiting_clients_and_the_learner():
     """A request the server cannot batch (another observation width: a remote client with another env version) kills
     no one silently: the waiting clients get the error, and the learner's wait for segments raises at once."""
     m, server = make_server(server_batch=2, flush_timeout=0.5)
-    server.thread = threading.Thread(target=server.run, daemon=True)
-    server.thread.start()
+    server.thread = threading.Thread(target=server.run, daemon=True)  # started after both requests: one batch
     wide = dict(obs=np.zeros((2, 2, 5), np.float32), env_state=np.zeros((2, 5), np.float32), avail=np.ones((2, 2, 3), bool))
     futures = [torch.futures.Future(), torch.futures.Future()]
     server.submit((0, 0), dict(request(), alive=np.ones((2, 2), bool)), futures[0])
     server.submit((1, 0), dict(wide, alive=np.ones((2, 2), bool)), futures[1])
+    server.thread.start()
     server.thread.join(timeout=5)
     assert not server.thread.is_alive() and all(f.done() for f in futures)
     for future in futures:
