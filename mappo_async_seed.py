@@ -1428,10 +1428,12 @@ if __name__ == "__main__":
         ]
         outs = [envs.reset() for envs in slot_envs]
     stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the loop checks
+    updating = False  # from the PopArt update to the end of the PPO epochs a signal waits for the update's end
 
     def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
         stop_signals.append(signum)
-        raise KeyboardInterrupt
+        if not updating:  # during the update: raised once it is done, so a checkpoint never holds half an update
+            raise KeyboardInterrupt
 
     def quiet_swallowed_stop(unraisable):  # Python prints a swallowed KeyboardInterrupt as a traceback: it is ours
         if not (stop_signals and issubclass(unraisable.exc_type, KeyboardInterrupt)):
@@ -1522,6 +1524,7 @@ if __name__ == "__main__":
             else:
                 starts, actor_hs = torch.zeros((T, E, A), dtype=torch.bool, device=device), None
 
+            updating = True
             # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan per segment from its
             # slot's carried hidden state with --recurrent (it did not change during the rollout), then GAE
             with torch.no_grad():
@@ -1625,6 +1628,9 @@ if __name__ == "__main__":
             update_time = time.time() - update_start
             server.publish(actor)  # the server picks the new parameters up before its next batch
             done_iteration, done_step = iteration, global_step
+            updating = False
+            if stop_signals:  # one that came during the update: the checkpoint holds this whole iteration
+                raise KeyboardInterrupt
 
             y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
             var_y = np.var(y_true)

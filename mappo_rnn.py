@@ -869,10 +869,12 @@ if __name__ == "__main__":
     iteration = done_iteration = start_iteration - 1
     done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
     stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the rollout checks
+    updating = False  # from the PopArt update to the end of the PPO epochs a signal waits for the update's end
 
     def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
         stop_signals.append(signum)
-        raise KeyboardInterrupt
+        if not updating:  # during the update: raised once it is done, so a checkpoint never holds half an update
+            raise KeyboardInterrupt
 
     def quiet_swallowed_stop(unraisable):  # Python prints a swallowed KeyboardInterrupt as a traceback: it is ours
         if not (stop_signals and issubclass(unraisable.exc_type, KeyboardInterrupt)):
@@ -937,6 +939,7 @@ if __name__ == "__main__":
                     episode_stats["won"] += out["won"][done].tolist()
                     ep_return[done], ep_length[done] = 0.0, 0
 
+            updating = True
             # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
             with torch.no_grad():
                 # step t begins an episode (hidden states reset) where step t-1 ended one; derived from the dones, not
@@ -1034,6 +1037,9 @@ if __name__ == "__main__":
                     critic_optimizer.step()
             update_time = time.time() - update_start
             done_iteration, done_step = iteration, global_step
+            updating = False
+            if stop_signals:  # one that came during the update: the checkpoint holds this whole iteration
+                raise KeyboardInterrupt
             train_time += time.time() - iteration_start
 
             y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()

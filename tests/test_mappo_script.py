@@ -175,6 +175,52 @@ def test_same_seed_same_losses(run_script, tmp_path):
     assert any(first[tag] != other[tag] for tag in tags)  # and the seed matters
 
 
+INTERRUPT_AT_ADAM_STEP = """
+import os, runpy, signal, sys
+import torch
+
+script, at = sys.argv[1], int(sys.argv[2])
+adam_step, calls = torch.optim.Adam.step, [0]
+
+
+def step(self, *args, **kwargs):  # Ctrl-C from inside the first update's second optimiser step
+    calls[0] += 1
+    if calls[0] == at:
+        os.kill(os.getpid(), signal.SIGINT)
+    return adam_step(self, *args, **kwargs)
+
+
+torch.optim.Adam.step = step
+sys.argv = [script, *sys.argv[3:]]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])
+def test_sigint_during_the_update_waits_for_its_end(run_script, tmp_path, script):
+    """A Ctrl-C in the middle of the PPO epochs takes effect when the update is done: the checkpoint holds the whole
+    first iteration, identical to that of a run that stopped there, never half an update labelled as iteration 0."""
+    flags = ["--env-id", "3m", *SMALL, "--eval-interval", "0", "--seed", "5"]
+    flags += ["--no-async"] if script == "mappo_async_seed.py" else []
+    name = script.replace(".py", ".pt")
+    run_script(str(ROOT / script), *flags, "--total-timesteps", "128", "--save-model", "--exp-name", "whole")
+    [whole] = run_dirs(tmp_path)
+    wrapper = tmp_path / "interrupt.py"
+    wrapper.write_text(INTERRUPT_AT_ADAM_STEP)
+    env = {"PYTHONPATH": str(ROOT)}
+    proc = run_script(str(wrapper), ROOT / script, 2, *flags, "--total-timesteps", "384", check=False, env=env)
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    [cut] = [d for d in run_dirs(tmp_path) if d != whole]
+    got = torch.load(Path(cut) / name, weights_only=True)
+    want = torch.load(Path(whole) / "whole.pt", weights_only=True)
+    assert got["iteration"] == 1 and got["global_step"] == 128, (got["iteration"], got["global_step"])
+    for part in ("actor", "critic"):  # the critic's PopArt statistics included
+        assert got[part].keys() == want[part].keys()
+        for key in want[part]:
+            torch.testing.assert_close(got[part][key], want[part][key], rtol=0, atol=0, msg=f"{part} {key}")
+    assert got["actor_optimizer"]["state"][0]["step"] == want["actor_optimizer"]["state"][0]["step"]
+
+
 def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     """No flags at all (the defaults: SMAX 3m, 10M steps); Ctrl-C after the first update."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
