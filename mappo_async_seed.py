@@ -1519,7 +1519,10 @@ if __name__ == "__main__":
             policy_lag = server.version - np.stack([seg["versions"] for seg in segments], axis=1)  # (T, segments)
 
             if args.recurrent:  # the actor's hidden states as the server kept them
-                starts = stack("starts").unsqueeze(-1).expand(T, E, A)  # (T,E,A) step t begins an episode
+                # step t > 0 begins an episode where step t-1 ended one: from the dones, not the server's flags, so the
+                # ratio test also checks the server's resets (as mappo_rnn.py); step 0's flag comes from the server
+                starts = torch.cat([stack("starts")[:1], (terminated | truncated)[:-1]])  # (T,E)
+                starts = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
                 actor_hs = stack("actor_h")  # (T,E,A,H) the actor's hidden state entering step t, before its reset
             else:
                 starts, actor_hs = torch.zeros((T, E, A), dtype=torch.bool, device=device), None

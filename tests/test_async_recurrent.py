@@ -15,6 +15,7 @@ SCRIPT = "mappo_async_seed.py"
 RATIO_RUN = ["--env-id", "3m", "--recurrent", "--no-cuda", "--num-steps", "64", "--update-epochs", "2"]
 RATIO_RUN += ["--eval-episodes", "4", "--total-timesteps", "1536", "--eval-interval", "0", "--save-model"]
 STORE_LINE = "starts[i : i + k], h[i : i + k], new_h[i : i + k]"
+RESET_EXPR = 'd["terminated"] | d["truncated"] if "reward" in d'
 
 
 def recurrent_server(T: int):
@@ -99,12 +100,17 @@ def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
         assert bad.returncode == 2 and "do not match these flags" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_ratio_test_catches_a_hidden_state_one_step_late(run_script, tmp_path):
-    """The server storing the state after step t (instead of the one entering it) must show in the first ratio"""
+@pytest.mark.parametrize("mutation", ["late", "no_reset"])
+def test_ratio_test_catches_a_hidden_state_one_step_late(run_script, tmp_path, mutation):
+    """The server storing the state after step t (instead of the one entering it), or never resetting the state
+    where an episode ended (the learner takes those starts from the dones), must show in the first ratio"""
     source = (ROOT / SCRIPT).read_text()
-    assert source.count(STORE_LINE) == 1, "the line moved: update the test"
+    assert source.count(STORE_LINE) == 1 and source.count(RESET_EXPR) == 1, "the lines moved: update the test"
     path = tmp_path / "mappo_async_seed_mutant.py"
-    path.write_text(source.replace(STORE_LINE, "starts[i : i + k], new_h[i : i + k], new_h[i : i + k]"))
+    if mutation == "late":
+        path.write_text(source.replace(STORE_LINE, "starts[i : i + k], new_h[i : i + k], new_h[i : i + k]"))
+    else:
+        path.write_text(source.replace(RESET_EXPR, 'np.zeros(len(d["obs"]), bool) if "reward" in d'))
     run_script(str(path), *RATIO_RUN, "--no-async", env={"PYTHONPATH": str(ROOT)}, timeout=300)
     [run] = run_dirs(tmp_path)
     ratio_devs = [v for _, v in read_scalars(run)["losses/first_ratio_dev"]]
