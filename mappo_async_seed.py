@@ -1733,16 +1733,11 @@ if __name__ == "__main__":
         # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
         # teardown under it aborts or segfaults; every file is written and every child stopped by now
         os._exit(1 if isinstance(e, RunFailed) else 130)
-    except BaseException:  # a bug or a device error: the clients stop and the rendezvous folder goes, then the traceback
+    finally:  # the run is complete, or a bug or device error raised (its traceback follows): stop the clients
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
         progress.stop()
         stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
-        raise
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the run is complete: nothing to cut short
-        signal.signal(sig, signal.SIG_IGN)
-    progress.stop()
-    stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
 
     if args.save_model:
         path = f"runs/{run_name}/{args.exp_name}.pt"
