@@ -571,19 +571,19 @@ def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
 
 
 def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_masking: bool) -> torch.Tensor:
-    """obs (E,A,O), env_state (E,S_env), alive (E,A) bool, agent_ids (A,A) -> agent-specific global state (E,A,S)"""
-    E, A, _ = obs.shape
+    """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A) -> agent-specific global state (...,A,S)"""
+    A = obs.shape[-2]
     if state_type == "as":  # MAPPO Suggestion 2: env state + the agent's own features
-        features = torch.cat([env_state.unsqueeze(1).expand(E, A, -1), obs], dim=-1)  # (E,A,S_env+O)
+        features = torch.cat([env_state.unsqueeze(-2).expand(*alive.shape, -1), obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = env_state.unsqueeze(1).expand(E, A, -1)  # (E,A,S_env)
+        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     else:  # cl: the concatenation of all local observations, the MPE global state of the paper
-        features = obs.reshape(E, 1, -1).expand(E, A, -1)  # (E,A,A*O)
+        features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
     if death_masking:  # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
         features = features * alive.unsqueeze(-1).to(features.dtype)
     if state_type == "cl":
         return features
-    return torch.cat([features, agent_ids.expand(E, A, A)], dim=-1)
+    return torch.cat([features, agent_ids.expand(*alive.shape, A)], dim=-1)
 
 
 def layer_init(layer: nn.Linear, gain: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
@@ -832,23 +832,27 @@ if __name__ == "__main__":
 
     # ALGO LOGIC: storage setup
     T, E, S, H = args.num_steps, args.num_envs, state_dim, args.hidden_dim
-    obs = torch.zeros((T, E, A, obs_dim), device=device)
-    state = torch.zeros((T, E, A, S), device=device)  # critic input
-    avail_actions = torch.zeros((T, E, A, U), dtype=torch.bool, device=device)
-    alive = torch.zeros((T, E, A), dtype=torch.bool, device=device)
+    host = dict(  # what the env returns, keyed as its outputs, kept on the host and moved to the device once per rollout
+        obs=np.zeros((T, E, A, obs_dim), dtype=np.float32),
+        env_state=np.zeros((T, E, env_state_dim), dtype=np.float32),
+        avail=np.zeros((T, E, A, U), dtype=bool),
+        alive=np.zeros((T, E, A), dtype=bool),
+        reward=np.zeros((T, E), dtype=np.float32),
+        terminated=np.zeros((T, E), dtype=bool),
+        truncated=np.zeros((T, E), dtype=bool),
+        final_obs=np.zeros((T, E, A, obs_dim), dtype=np.float32),  # the final_* where an episode was truncated at t
+        final_state=np.zeros((T, E, env_state_dim), dtype=np.float32),
+        final_alive=np.zeros((T, E, A), dtype=bool),
+    )
     actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
     logprobs = torch.zeros((T, E, A), device=device)
-    final_state = torch.zeros((T, E, A, S), device=device)  # critic input of the final obs where truncated at t
     actor_hs = torch.zeros((T, E, A, H), device=device)  # actor hidden state entering step t, before its reset
-    rewards = torch.zeros((T, E), device=device)
-    terminated = torch.zeros((T, E), dtype=torch.bool, device=device)
-    truncated = torch.zeros((T, E), dtype=torch.bool, device=device)
 
-    def to_device(out: dict) -> tuple[torch.Tensor, ...]:
-        obs_, env_state_, avail_, alive_ = (
-            torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "avail", "alive")
-        )
-        return obs_, critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking), avail_, alive_
+    def to_device(arrays: dict) -> dict:  # numpy arrays -> tensors on the device (views of the arrays on the CPU)
+        return {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+
+    def critic_state(obs_, env_state_, alive_) -> torch.Tensor:  # (...,A,O), (...,S_env), (...,A) -> (...,A,S)
+        return critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking)
 
     # TRY NOT TO MODIFY: start the game
     start_time, train_time, start_step = time.time(), 0.0, global_step
@@ -887,7 +891,7 @@ if __name__ == "__main__":
     try:
         progress.start()
         # in the try: the first reset compiles the env (SMAX), a Ctrl-C there is a Ctrl-C like any other
-        next_obs, next_state, next_avail, next_alive = to_device(envs.reset())
+        out = envs.reset()
         for iteration in range(start_iteration, args.num_iterations + 1):
             iteration_start = time.time()
             if args.anneal_lr:
@@ -902,7 +906,9 @@ if __name__ == "__main__":
                 if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
                     raise KeyboardInterrupt
                 global_step += E
-                obs[step], state[step], avail_actions[step], alive[step] = next_obs, next_state, next_avail, next_alive
+                for k in ("obs", "env_state", "avail", "alive"):
+                    host[k][step] = out[k]
+                next_obs, next_avail = torch.from_numpy(out["obs"]).to(device), torch.from_numpy(out["avail"]).to(device)
                 actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from
 
                 # ALGO LOGIC: one batched forward over all envs and agents, one GRU step
@@ -920,15 +926,11 @@ if __name__ == "__main__":
                 env_start = time.time()
                 out = envs.step(action.cpu().numpy())
                 env_time += time.time() - env_start
-                rewards[step] = torch.from_numpy(out["reward"]).to(device)
-                terminated[step] = torch.from_numpy(out["terminated"]).to(device)
-                truncated[step] = torch.from_numpy(out["truncated"]).to(device)
-                next_obs, next_state, next_avail, next_alive = to_device(out)
+                for k in ("reward", "terminated", "truncated"):
+                    host[k][step] = out[k]
                 if out["truncated"].any():  # keep the final observation: GAE bootstraps from its value
-                    final = dict(
-                        obs=out["final_obs"], env_state=out["final_state"], alive=out["final_alive"], avail=out["avail"]
-                    )
-                    final_state[step] = to_device(final)[1]
+                    for k in ("final_obs", "final_state", "final_alive"):
+                        host[k][step] = out[k]
                 ep_return += out["reward"]
                 ep_length += 1
                 done = out["terminated"] | out["truncated"]
@@ -940,6 +942,13 @@ if __name__ == "__main__":
                     ep_return[done], ep_length[done] = 0.0, 0
 
             updating = True
+            # the rollout to the device, one copy per buffer, and the critic's inputs built for the whole batch at once
+            b, nxt = to_device(host), to_device({k: out[k] for k in ("obs", "env_state", "alive")})
+            obs, avail_actions, alive = b["obs"], b["avail"], b["alive"]  # (T,E,A,O), (T,E,A,U), (T,E,A)
+            rewards, terminated, truncated = b["reward"], b["terminated"], b["truncated"]  # (T,E)
+            state = critic_state(obs, b["env_state"], alive)  # (T,E,A,S)
+            final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (T,E,A,S), used where truncated
+            next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
             # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
             with torch.no_grad():
                 # step t begins an episode (hidden states reset) where step t-1 ended one; derived from the dones, not

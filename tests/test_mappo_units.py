@@ -87,6 +87,17 @@ def test_cl_state_is_all_observations():
     assert x.shape == (2, 3, 12) and torch.equal(x[1, 2], obs[1].reshape(-1)) and torch.equal(x[1, 0], x[1, 2])
 
 
+@pytest.mark.parametrize("state_type", ["as", "ep", "cl"])
+def test_critic_input_of_a_rollout_equals_step_by_step(state_type):
+    """The scripts build the critic's inputs once for the whole (T,E,A) rollout; each step must get what the per-step
+    (E,A) call gives, so no step or env sees another's state or observations."""
+    T, E, A, O, S = 3, 2, 3, 4, 5
+    obs, env_state, alive = torch.randn(T, E, A, O), torch.randn(T, E, S), torch.rand(T, E, A) > 0.3
+    x = mappo.critic_input(obs, env_state, alive, torch.eye(A), state_type, death_masking=True)
+    for t in range(T):
+        assert torch.equal(x[t], mappo.critic_input(obs[t], env_state[t], alive[t], torch.eye(A), state_type, True))
+
+
 def test_actor_input_appends_one_hot_id():
     obs = torch.randn(4, 3, 5)
     x = mappo.actor_input(obs, torch.eye(3))
