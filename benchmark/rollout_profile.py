@@ -1,6 +1,7 @@
 """What one rollout step of mappo.py costs on SMAX, its two halves timed alone and alternating as in a rollout: the
-actor's forward + sampling over all envs and agents (torch), and the vectorised env step (JAX). On the CPU the two
-runtimes share the cores and caches, so each is slower when they alternate than when it runs alone.
+actor's forward + sampling over all envs and agents (torch), and the vectorised env step (JAX). Each is slower when
+they alternate than when it runs alone; a last line times the forward alternating with a sleep as long as an env step,
+to tell the cost of sharing the process with JAX from the cost of any wait between two forwards.
 
     python benchmark/rollout_profile.py [--env-id 3m] [--num-envs 8] [--steps 1000]
 
@@ -64,6 +65,15 @@ def main():
         fwd_total, env_total = fwd_total + t1 - t0, env_total + time.perf_counter() - t1
     fwd_mixed, env_mixed = fwd_total / opts.steps * 1e3, env_total / opts.steps * 1e3
     envs.close()
+    fwd_total = 0.0  # the forward again, alternating with an idle wait as long as an env step instead of the env
+    for i in range(opts.steps + 50):
+        if i == 50:
+            fwd_total = 0.0
+        t0 = time.perf_counter()
+        act(out)
+        fwd_total += time.perf_counter() - t0
+        time.sleep(env_mixed / 1e3)
+    fwd_sleep = fwd_total / opts.steps * 1e3
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, {torch.get_num_threads()} torch threads: "
         f"`python benchmark/rollout_profile.py --env-id {opts.env_id} --num-envs {opts.num_envs} --steps {opts.steps}`",
@@ -73,6 +83,9 @@ def main():
         f"| actor forward + sampling (torch) | {fwd_alone:.3f} | {fwd_mixed:.3f} |",
         f"| env step (JAX, {opts.num_envs} envs) | {env_alone:.3f} | {env_mixed:.3f} |",
         f"| sum | {fwd_alone + env_alone:.3f} | {fwd_mixed + env_mixed:.3f} |",
+        "",
+        f"The actor forward + sampling alternating with a {env_mixed:.3f} ms sleep instead of the env step: "
+        f"{fwd_sleep:.3f} ms.",
     ]
     os.makedirs(os.path.dirname(opts.out), exist_ok=True)
     with open(opts.out, "w") as f:
