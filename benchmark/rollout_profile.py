@@ -51,29 +51,27 @@ def main():
             fn()
         return (time.perf_counter() - start) / n * 1e3
 
+    def alternate(between) -> tuple[float, float]:
+        """act() and between(actions) in turn, as in a rollout: ms per call of each after 50 warm-up rounds. between
+        returns the next observation, or None to act on the same one again."""
+        nxt, totals = out, np.zeros(2)
+        for i in range(opts.steps + 50):
+            t0 = time.perf_counter()
+            actions = act(nxt)
+            t1 = time.perf_counter()
+            result = between(actions)
+            nxt = nxt if result is None else result
+            if i >= 50:
+                totals += (t1 - t0, time.perf_counter() - t1)
+        return totals[0] / opts.steps * 1e3, totals[1] / opts.steps * 1e3
+
     actions = act(out)
     fwd_alone = timed(lambda: act(out), opts.steps)
     env_alone = timed(lambda: envs.step(actions), opts.steps)
-    fwd_total = env_total = 0.0
-    for i in range(opts.steps + 50):
-        if i == 50:
-            fwd_total = env_total = 0.0
-        t0 = time.perf_counter()
-        actions = act(out)
-        t1 = time.perf_counter()
-        out = envs.step(actions)
-        fwd_total, env_total = fwd_total + t1 - t0, env_total + time.perf_counter() - t1
-    fwd_mixed, env_mixed = fwd_total / opts.steps * 1e3, env_total / opts.steps * 1e3
+    fwd_mixed, env_mixed = alternate(envs.step)
+    # the forward again, alternating with an idle wait as long as an env step instead of the env
+    fwd_sleep, _ = alternate(lambda actions: time.sleep(env_mixed / 1e3))
     envs.close()
-    fwd_total = 0.0  # the forward again, alternating with an idle wait as long as an env step instead of the env
-    for i in range(opts.steps + 50):
-        if i == 50:
-            fwd_total = 0.0
-        t0 = time.perf_counter()
-        act(out)
-        fwd_total += time.perf_counter() - t0
-        time.sleep(env_mixed / 1e3)
-    fwd_sleep = fwd_total / opts.steps * 1e3
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, {torch.get_num_threads()} torch threads: "
         f"`python benchmark/rollout_profile.py --env-id {opts.env_id} --num-envs {opts.num_envs} --steps {opts.steps}`",

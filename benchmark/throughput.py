@@ -27,14 +27,18 @@ def raw_sps(env_id: str, num_envs: int, steps: int, seed: int = 0, windows: int 
     of `windows` equal windows, so a slow moment of the machine does not flatter the ratio."""
     envs = mappo.make_env(env_id, num_envs, seed)
     rng = np.random.default_rng(seed)
+
+    def step(nxt: dict) -> dict:  # one step of every env with uniformly random available actions
+        return envs.step((rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1))
+
     nxt = envs.reset()
     for _ in range(20):  # warm-up (SMAX compiles on the first call)
-        nxt = envs.step((rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1))
+        nxt = step(nxt)
     best = float("inf")
     for _ in range(windows):
         start = time.perf_counter()
         for _ in range(max(1, steps // windows)):
-            nxt = envs.step((rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1))
+            nxt = step(nxt)
         best = min(best, time.perf_counter() - start)
     envs.close()
     return max(1, steps // windows) * num_envs / best
