@@ -895,7 +895,7 @@ class InferenceServer:
         self.last_seen = {c: time.time() for c in range(num_clients)}  # client -> time of its last request
         self.waiting = {c: 0 for c in range(num_clients)}  # client -> its requests not answered yet (it is alive)
         self.waiting_lock, self.error = threading.Lock(), None  # RPC threads and the batching thread both count
-        self.stopping, self.stopped_clients, self.thread = threading.Event(), set(), None
+        self.stopping, self.stopped_clients, self.thread, self.closed = threading.Event(), set(), None, False
         self.hidden, self.segment_index = {}, {}  # slot -> (k,A,H) actor hidden state after its last step; segments made
 
     # learner side
@@ -1288,7 +1288,10 @@ def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, term
 
 def stop_clients(server, procs: list, world_size: int, store_dir: Optional[str], timeout: float = 10.0):
     """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC and
-    removes the local run's rendezvous folder"""
+    removes the local run's rendezvous folder. Once only: the `finally` after a failed Ctrl-C branch calls it again."""
+    if server.closed:
+        return
+    server.closed = True
     deadline = time.time() + timeout
     server.stopping.set()
     if server.thread is not None:

@@ -103,6 +103,22 @@ def test_server_error_fails_the_waiting_clients_and_the_learner():
     assert late.done() and late.value() is None  # the run is over: a later request is told to stop
 
 
+def test_stop_clients_runs_once(monkeypatch, tmp_path):
+    """The Ctrl-C branch stops the clients, and the `finally` under it stops them again if that branch itself raised
+    (a full disk at the checkpoint): the second call must not shut RPC down twice nor touch the children again."""
+    m, server = make_server(server_batch=1, flush_timeout=0.0)
+    shutdowns = []
+    monkeypatch.setattr(m.rpc, "shutdown", lambda graceful=True: shutdowns.append(graceful))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    store = tmp_path / "store"
+    store.mkdir()
+    m.stop_clients(server, [child], 2, str(store), timeout=1.0)
+    assert child.poll() is not None and not store.exists() and shutdowns == [False]
+    store.mkdir()
+    m.stop_clients(server, [child], 2, str(store), timeout=1.0)
+    assert shutdowns == [False] and store.exists()  # the second call did nothing
+
+
 def test_segment_records_outcomes_and_bootstrap():
     """A slot's segment: T steps with their outcomes, the bootstrap observation, the acting version; complete after the
     outcome of step T-1 arrives."""
