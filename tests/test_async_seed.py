@@ -119,6 +119,26 @@ def test_stop_clients_runs_once(monkeypatch, tmp_path):
     assert shutdowns == [False] and store.exists()  # the second call did nothing
 
 
+def test_wait_actions_outlasts_the_rpc_timeout_while_the_learner_answers(monkeypatch):
+    """A client waits for its actions as long as the learner is busy, pinging it every rpc_timeout seconds, and stops
+    waiting with the ping's error once the learner is gone."""
+    import mappo_async_seed as m
+
+    pings = []
+    monkeypatch.setattr(m.rpc, "rpc_sync", lambda to, fn, timeout: pings.append((to, fn, timeout)))
+    future = torch.futures.Future()
+    threading.Timer(1.0, future.set_result, args=("actions",)).start()  # answered 4 rpc timeouts later
+    assert m.wait_actions(future, 0.25) == "actions"
+    assert 2 <= len(pings) <= 5 and all(p == ("learner", m.learner_alive, 0.25) for p in pings)
+
+    def gone(to, fn, timeout):
+        raise RuntimeError("connection refused")
+
+    monkeypatch.setattr(m.rpc, "rpc_sync", gone)
+    with pytest.raises(RuntimeError, match="connection refused"):
+        m.wait_actions(torch.futures.Future(), 0.1)  # never answered: the ping ends the wait
+
+
 def test_segment_records_outcomes_and_bootstrap():
     """A slot's segment: T steps with their outcomes, the bootstrap observation, the acting version; complete after the
     outcome of step T-1 arrives."""
@@ -230,6 +250,17 @@ def kill_run(proc: subprocess.Popen, cwd) -> None:
     proc.kill()
     for pid in client_pids(cwd):
         os.kill(pid, signal.SIGKILL)
+
+
+def test_a_learner_busy_longer_than_the_rpc_timeout_keeps_its_clients(run_script, tmp_path):
+    """While the learner updates, the server holds the clients' requests (its ready queue is full). An update that
+    takes longer than --rpc-timeout used to time the clients out, which ended the run (exit 1); now they wait."""
+    timeout = 20  # also the rendezvous limit: room for the clients to start on a loaded machine
+    flags = [*SMALL, "--update-epochs", "4000", "--total-timesteps", "512", "--rpc-timeout", timeout]
+    run_script(SCRIPT, *flags, "--eval-interval", "100", timeout=600, env=own_tmpdir(tmp_path))
+    [run] = run_dirs(tmp_path)
+    updates = [v for _, v in read_scalars(run)["time/update"]]
+    assert len(updates) == 2 and max(updates) > timeout, updates  # the learner was busy longer than the timeout
 
 
 def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
