@@ -1087,6 +1087,8 @@ def wait_actions(future: torch.futures.Future, rpc_timeout: float):
     """A serve request's answer. A learner that updates or evaluates holds the answers back (its ready queue is full)
     for as long as that takes, so the wait has no time limit of its own; instead the learner is pinged every
     rpc_timeout seconds, and one that does not answer the ping within rpc_timeout ends the wait with an error."""
+    if future.done():  # the usual case with 2+ splits: the answer came while the other splits stepped
+        return future.wait()
     answered = threading.Event()
     future.add_done_callback(lambda _: answered.set())
     while not answered.wait(rpc_timeout):
