@@ -867,17 +867,19 @@ if __name__ == "__main__":
 
             updating = True
             # the rollout to the device, one copy per buffer, and the critic's inputs built for the whole batch at once
-            b, nxt = to_device(host), to_device({k: out[k] for k in ("obs", "env_state", "alive")})
+            b = to_device({k: v for k, v in host.items() if not k.startswith("final_")})
+            nxt = to_device({k: out[k] for k in ("obs", "env_state", "alive")})
+            fin = to_device({k: host[k][host["truncated"]] for k in ("final_obs", "final_state", "final_alive")})
             obs, avail_actions, alive = b["obs"], b["avail"], b["alive"]  # (T,E,A,O), (T,E,A,U), (T,E,A)
             rewards, terminated, truncated = b["reward"], b["terminated"], b["truncated"]  # (T,E)
             state = critic_state(obs, b["env_state"], alive)  # (T,E,A,S)
-            final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (T,E,A,S), used where truncated
+            final_state = critic_state(fin["final_obs"], fin["final_state"], fin["final_alive"])  # (n,A,S), n truncated steps
             next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
             # ALGO LOGIC: values of the whole rollout in one batched forward (the critic did not change), then GAE
             with torch.no_grad():
                 values_dn = critic.value(state)  # (T,E,A) denormalised V(s_t)
                 final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                final_values_dn[truncated] = critic.value(final_state[truncated])
+                final_values_dn[truncated] = critic.value(final_state)
                 next_value = critic.value(next_state)  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda

@@ -1284,14 +1284,14 @@ def critic_over_segments(critic, state, starts, segments: list, carry: dict):
 @torch.no_grad()
 def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
     """--recurrent: the critic one step past an episode's end or the rollout's end. critic_out (T,E,A,H) hidden states
-    after each step; final_state (T,E,A,S) the final observation of an episode truncated at step t, which continues
+    after each step; final_state (n,A,S) the final observations of the n truncated steps in (T,E) order, each continuing
     that episode (one more step from the state after t, no reset); next_state (E,A,S) the observation after step T-1,
     from a reset state if step T-1 ended an episode -> final values (T,E,A) (zero where not truncated), next value
     (E,A), both in return units."""
     T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
     final_values = critic_out.new_zeros((T, E, A))
     if truncated.any():
-        final_x = final_state[truncated][None]  # (1,n,A,S)
+        final_x = final_state[None]  # (1,n,A,S)
         no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
         final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
     next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
@@ -1503,8 +1503,10 @@ if __name__ == "__main__":
             wait_time = time.time() - wait_start
             global_step = server.env_steps
 
-            def stack(key: str, axis: int = 1) -> torch.Tensor:
-                return torch.from_numpy(np.concatenate([seg[key] for seg in segments], axis=axis)).to(device)
+            def stack(key: str, axis: int = 1, rows=None) -> torch.Tensor:
+                """the segments' key joined along the env axis, to the device; rows (host bool mask) picks first"""
+                x = np.concatenate([seg[key] for seg in segments], axis=axis)
+                return torch.from_numpy(x if rows is None else x[rows]).to(device)
 
             obs, avail_actions, alive, actions, logprobs = (
                 stack(key) for key in ("obs", "avail", "alive", "actions", "logprobs")
@@ -1519,14 +1521,15 @@ if __name__ == "__main__":
                 args.state_type,
                 args.death_masking,
             ).view(T, E, A, S)
-            final_state = critic_input(
-                stack("final_obs").flatten(0, 1),
-                stack("final_state").flatten(0, 1),
-                stack("final_alive").flatten(0, 1),
+            truncated_host = np.concatenate([seg["truncated"] for seg in segments], axis=1)  # (T,E), picks final_*
+            final_state = critic_input(  # (n,A,S): the n truncated steps only, in (T,E) order
+                stack("final_obs", rows=truncated_host),
+                stack("final_state", rows=truncated_host),
+                stack("final_alive", rows=truncated_host),
                 agent_ids,
                 args.state_type,
                 args.death_masking,
-            ).view(T, E, A, S)
+            )
             next_obs, next_alive = stack("next_obs", 0), stack("next_alive", 0)  # (E,A,O), (E,A)
             next_state = critic_input(
                 next_obs, stack("next_env_state", 0), next_alive, agent_ids, args.state_type, args.death_masking
@@ -1557,7 +1560,7 @@ if __name__ == "__main__":
                 else:
                     values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
                     final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                    final_values_dn[truncated] = critic.value(final_state[truncated])[0]
+                    final_values_dn[truncated] = critic.value(final_state)[0]
                     next_value = critic.value(next_state)[0]  # (E,A)
                 advantages, returns = compute_gae(
                     rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda

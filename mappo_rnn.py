@@ -691,12 +691,13 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 @torch.no_grad()
 def bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
-    """critic_out (T,E,A,H) states after each step -> values (return units) one step past a truncation (T,E,A): the
-    episode goes on from the state after t; and past step T-1 (E,A): from zeros where step T-1 ended an episode"""
+    """critic_out (T,E,A,H) states after each step, final_state (n,A,S) at the n truncated steps in (T,E) order ->
+    values (return units) one step past a truncation (T,E,A): the episode goes on from the state after t; and past
+    step T-1 (E,A): from zeros where step T-1 ended an episode"""
     T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
     final_values = critic_out.new_zeros((T, E, A))
     if truncated.any():
-        final_x = final_state[truncated][None]  # (1,n,A,S)
+        final_x = final_state[None]  # (1,n,A,S)
         no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
         final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
     next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
@@ -943,11 +944,13 @@ if __name__ == "__main__":
 
             updating = True
             # the rollout to the device, one copy per buffer, and the critic's inputs built for the whole batch at once
-            b, nxt = to_device(host), to_device({k: out[k] for k in ("obs", "env_state", "alive")})
+            b = to_device({k: v for k, v in host.items() if not k.startswith("final_")})
+            nxt = to_device({k: out[k] for k in ("obs", "env_state", "alive")})
+            fin = to_device({k: host[k][host["truncated"]] for k in ("final_obs", "final_state", "final_alive")})
             obs, avail_actions, alive = b["obs"], b["avail"], b["alive"]  # (T,E,A,O), (T,E,A,U), (T,E,A)
             rewards, terminated, truncated = b["reward"], b["terminated"], b["truncated"]  # (T,E)
             state = critic_state(obs, b["env_state"], alive)  # (T,E,A,S)
-            final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (T,E,A,S), used where truncated
+            final_state = critic_state(fin["final_obs"], fin["final_state"], fin["final_alive"])  # (n,A,S), n truncated steps
             next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
             # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
             with torch.no_grad():

@@ -96,7 +96,9 @@ def test_bootstrap_values_match_a_step_by_step_scan(script):
     h0 = torch.randn(E, A, H)  # env 2's carried state
     with torch.no_grad():
         _, critic_out = critic.value(state, h0, starts)  # (T,E,A,H)
-    final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated)
+    final_values, next_value = bootstrap_values(  # the final states of the truncated steps only, (n,A,S)
+        critic, critic_out, final_state[truncated], next_state, terminated, truncated
+    )
     assert final_values.shape == (T, E, A) and next_value.shape == (E, A)
 
     no = torch.zeros(1, 1, A, dtype=torch.bool)
