@@ -1511,7 +1511,9 @@ if __name__ == "__main__":
             obs, avail_actions, alive, actions, logprobs = (
                 stack(key) for key in ("obs", "avail", "alive", "actions", "logprobs")
             )
-            rewards, terminated, truncated = stack("rewards"), stack("terminated"), stack("truncated")  # (T,E)
+            truncated_host = np.concatenate([seg["truncated"] for seg in segments], axis=1)  # (T,E), picks final_* below
+            rewards, terminated = stack("rewards"), stack("terminated")  # (T,E)
+            truncated = torch.from_numpy(truncated_host).to(device)  # (T,E)
             # (T,E,A,...) inputs, shapes as in mappo.py's storage
             state = critic_input(
                 obs.flatten(0, 1),
@@ -1521,7 +1523,6 @@ if __name__ == "__main__":
                 args.state_type,
                 args.death_masking,
             ).view(T, E, A, S)
-            truncated_host = np.concatenate([seg["truncated"] for seg in segments], axis=1)  # (T,E), picks final_*
             final_state = critic_input(  # (n,A,S): the n truncated steps only, in (T,E) order
                 stack("final_obs", rows=truncated_host),
                 stack("final_state", rows=truncated_host),
