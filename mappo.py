@@ -235,7 +235,7 @@ def env_presets(env_id: str) -> dict:
 def validate(args: Args):
     positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
     positive += ("num_stacked_frames",)
-    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "gamma", "clip_coef")
+    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef")
     for name in positive:
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
@@ -246,6 +246,8 @@ def validate(args: Args):
         fail("--resume and --eval-only are exclusive: give one checkpoint")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs wandb: pip install wandb")
+    if not 0 < args.gamma <= 1:  # a discount above 1 sends the returns (and PopArt) off to infinity
+        fail(f"--gamma must be in (0, 1], got {args.gamma}")
     if not 0 <= args.gae_lambda <= 1:
         fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
     if args.total_timesteps < args.batch_size and not args.eval_only:

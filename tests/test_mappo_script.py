@@ -100,6 +100,15 @@ def test_bad_input_exits_2(run_script, flags, message):
         assert "3m" in proc.stderr and "simple_spread_v3" in proc.stderr and "smaclite/" in proc.stderr
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])
+@pytest.mark.parametrize("gamma", ["1.5", "0"])
+def test_discount_outside_0_1_exits_2(run_script, script, gamma):
+    """A discount above 1 used to train (on 3m, PopArt's std reached 5e6 in two updates); 0 is refused too."""
+    proc = run_script(script, "--env-id", "simple_spread_v3", "--gamma", gamma, check=False, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"--gamma must be in (0, 1], got {float(gamma)}" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("script", ["mappo.py", "mappo_rnn.py"])
 def test_checkpoint_save_resume_eval_only(run_script, tmp_path, script):
     run_script(script, "--env-id", "3m", *SMALL, *TWO_UPDATES, "--save-model", "--seed", "3")
