@@ -331,6 +331,8 @@ def validate(args: Args):
         fail("--resume and --eval-only are exclusive: give one checkpoint")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs wandb: pip install wandb")
+    if args.recurrent and args.data_chunk_length > args.num_steps:  # a chunk holds one env's steps of one rollout
+        fail(f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}")
     if not 0 < args.gamma <= 1:  # a discount above 1 sends the returns (and PopArt) off to infinity
         fail(f"--gamma must be in (0, 1], got {args.gamma}")
     if not 0 <= args.gae_lambda <= 1:

@@ -199,3 +199,11 @@ def test_critic_carry_across_segments_and_batches():
         fresh, _ = critic.value(state[2 * T : 3 * T], torch.zeros(k, A, 8), starts[2 * T : 3 * T])
     torch.testing.assert_close(v2, fresh, rtol=0, atol=1e-6)
     assert (v2 - stream_values[2 * T : 3 * T]).abs().max() > 1e-4  # the carried state would have made a difference
+
+
+def test_chunk_longer_than_the_rollout_exits_2(run_script):
+    """--recurrent only: a feed-forward run has no chunks, so there the flag is left alone."""
+    flags = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--data-chunk-length", "33"]
+    proc = run_script(SCRIPT, *flags, "--recurrent", check=False, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "--data-chunk-length 33 exceeds the rollout's --num-steps 32" in proc.stderr and "Traceback" not in proc.stderr

@@ -88,6 +88,7 @@ def test_missing_smaclite_prints_install_line(run_script, tmp_path):
         (["--env-id", "simple_spread_v3", "--critic-learning-rate", "0"], "--critic-learning-rate must be positive"),
         (["--env-id", "simple_spread_v3", "--num-envs", "2", "--num-steps", "5", "--num-minibatches", "31"], "exceeds"),
         (["--env-id", "3m", "--data-chunk-length", "0"], "--data-chunk-length must be positive"),
+        (["--env-id", "3m", "--num-steps", "32", "--data-chunk-length", "33"], "chunk-length 33 exceeds the rollout's"),
         (["--env-id", "simple_spread_v3", "--num-envs", "2", "--num-steps", "25", "--num-minibatches", "19"], "chunks"),
     ],
 )
