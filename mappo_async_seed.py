@@ -175,7 +175,7 @@ class Args:
     envs_per_split: int = 0
     """envs per split (k); 0 = num-envs / (num-clients * num-splits); when set, num-envs = clients * splits * k"""
     server_batch: int = 0
-    """requests (one split each) per inference batch, 0 = num-clients"""
+    """requests (one split each) per inference batch, 0 = num-clients; at most num-clients x num-splits"""
     flush_timeout: float = 0.002
     """seconds the server waits to fill a batch before it runs a partial one (never hangs on a partial batch)"""
     max_policy_lag: int = 4
@@ -325,6 +325,11 @@ def validate(args: Args):
             fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if args.role == "client" and not 1 <= args.rank < args.world_size:
         fail(f"--rank {args.rank} must be in 1 .. --world-size - 1 = {args.world_size - 1} for a client")
+    if args.server_batch > args.num_clients * args.num_splits:  # a batch that can never fill waits every time
+        fail(
+            f"--server-batch {args.server_batch} exceeds the {args.num_clients * args.num_splits} requests that can be "
+            "outstanding (one per split: --num-clients x --num-splits)"
+        )
     if args.max_policy_lag < 0:
         fail(f"--max-policy-lag must be >= 0, got {args.max_policy_lag}")
     if args.resume and args.eval_only:

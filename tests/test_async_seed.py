@@ -314,6 +314,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_a_server_batch_that_can_never_fill_exits_2(run_script):
+    """One client with two splits has at most two requests waiting: a batch of three would wait out the flush
+    timeout before every forward."""
+    flags = [*SMALL, "--num-clients", "1", "--num-splits", "2", "--server-batch", "3"]
+    proc = run_script(SCRIPT, *flags, check=False, timeout=120)
+    assert proc.returncode == 2 and "--server-batch 3 exceeds the 2 requests" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
 def test_rendezvous_errors_exit_2(tmp_path, jax_cache):
     """A learner whose --master-port is taken, and a client with no learner to meet: exit 2 with a message."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
