@@ -307,20 +307,11 @@ def validate(args: Args):
     positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
     positive += ("num_stacked_frames", "num_clients", "num_splits", "envs_per_split", "server_batch", "rpc_timeout")
     positive += ("client_timeout", "data_chunk_length")
-    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef")
+    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef", "max_grad_norm", "huber_delta")
     for name in positive:
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in (
-        "eval_interval",
-        "save_interval",
-        "num_workers",
-        "ent_coef",
-        "vf_coef",
-        "max_grad_norm",
-        "huber_delta",
-        "flush_timeout",
-    ):
+    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "flush_timeout"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if args.role == "client" and not 1 <= args.rank < args.world_size:

@@ -239,11 +239,11 @@ def env_presets(env_id: str) -> dict:
 def validate(args: Args):
     positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
     positive += ("num_stacked_frames", "data_chunk_length")
-    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef")
+    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef", "max_grad_norm", "huber_delta")
     for name in positive:
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "max_grad_norm", "huber_delta"):
+    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if args.resume and args.eval_only:
