@@ -1,5 +1,6 @@
 """How a saved policy's greedy episodes end: won, lost (the allies wiped out), or cut by the time limit; episode lengths
-and the allies left alive after a win. Reads checkpoints of mappo.py, ippo.py and mappo_async_seed.py without
+and the allies left alive after a win; on SMAX also the enemies left after a loss, and draws (both sides wiped out in
+the same step: SMAX does not count them as wins). Reads checkpoints of mappo.py, ippo.py and mappo_async_seed.py without
 --recurrent (the same MLP actor); the env is rebuilt from the checkpoint's args with mappo.py's adapters.
     python benchmark/episode_outcomes.py runs/3m__mappo__1__.../mappo.pt --episodes 512
 """
@@ -17,8 +18,21 @@ import mappo  # noqa: E402  (it puts JAX on the CPU before importing it)
 from popart import MaskedCategorical  # noqa: E402
 
 
+SMAX_UNIT_FEATURES = 10  # smax_env.get_world_state: per unit health fraction, x, y, cooldown, 6 unit-type bits
+
+
+def enemy_side(final_state: np.ndarray) -> tuple[int, float]:
+    """A SMAX world state (S,) -> (enemies alive, their health fractions summed). Its layout: N units x the features
+    above (zeros for a dead unit), then the N units' teams (1: enemy), then their types."""
+    F = SMAX_UNIT_FEATURES
+    n = len(final_state) // (F + 2)
+    health, enemy = final_state[: n * F : F], final_state[n * F : n * F + n] == 1  # (N,), (N,)
+    return int((health[enemy] > 0).sum()), float(health[enemy].sum())
+
+
 def outcomes(actor, envs, num_episodes: int, sample: bool = False) -> np.ndarray:
-    """(N, 4) rows: won, truncated, allies alive at the end, length. Each env plays its first ceil(N/E) episodes."""
+    """(N, 6) rows: won, truncated, allies alive at the end, length, enemies alive at the end and their health
+    (fractions summed; -1 and -1 where the env is not SMAX). Each env plays its first ceil(N/E) episodes."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     ids = torch.eye(envs.num_agents).expand(envs.num_envs, -1, -1)  # (E,A,A)
     rows, length = [[] for _ in range(envs.num_envs)], np.zeros(envs.num_envs, dtype=int)
@@ -32,9 +46,10 @@ def outcomes(actor, envs, num_episodes: int, sample: bool = False) -> np.ndarray
         length += 1
         for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
             if len(rows[e]) < per_env:
-                rows[e].append((nxt["won"][e], nxt["truncated"][e], nxt["final_alive"][e].sum(), length[e]))
+                enemies = enemy_side(nxt["final_state"][e]) if isinstance(envs, mappo.SMAXVecEnv) else (-1, -1.0)
+                rows[e].append((nxt["won"][e], nxt["truncated"][e], nxt["final_alive"][e].sum(), length[e], *enemies))
             length[e] = 0
-    return np.array([rows[e][k] for k in range(per_env) for e in range(envs.num_envs)][:num_episodes], dtype=int)
+    return np.array([rows[e][k] for k in range(per_env) for e in range(envs.num_envs)][:num_episodes], dtype=float)
 
 
 def main():
@@ -67,9 +82,19 @@ def main():
     for name, sel in (("won", won), ("lost", lost), ("time limit", truncated)):
         if sel.any():
             print(
-                f"  {name}: length median {np.median(rows[sel, 3]):.0f} (min {rows[sel, 3].min()}, max {rows[sel, 3].max()})"
+                f"  {name}: length median {np.median(rows[sel, 3]):.0f} (min {rows[sel, 3].min():.0f}, max {rows[sel, 3].max():.0f})"
             )
-    print(f"  allies alive after a win (0..{A}): {np.bincount(rows[won, 2], minlength=A + 1).tolist()}")
+    print(f"  allies alive after a win (0..{A}): {np.bincount(rows[won, 2].astype(int), minlength=A + 1).tolist()}")
+    if (rows[:, 4] >= 0).all():  # SMAX: how close the losses were
+        draw = lost & (rows[:, 4] == 0)
+        print(f"  draws (both sides wiped out in one step) {draw.mean():.3f} of all episodes")
+        beaten = lost & ~draw
+        if beaten.any():
+            counts = np.bincount(rows[beaten, 4].astype(int)).tolist()
+            print(
+                f"  enemies alive after a loss (0..): {counts}, their health left (fraction of one unit's, summed): "
+                f"median {np.median(rows[beaten, 5]):.2f}"
+            )
 
 
 if __name__ == "__main__":

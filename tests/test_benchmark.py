@@ -191,7 +191,26 @@ def test_episode_outcomes_counts_each_envs_first_episodes():
     actor = mappo.Actor(3 + 2, 2)
     rows = episode_outcomes.outcomes(actor, EndingsEnv(), num_episodes=7)  # 2 per env, the first 7 in env order
     one_round = [[1, 0, 2, 2], [0, 0, 1, 3], [1, 0, 1, 4], [0, 1, 1, 5]]  # won, time limit, alive, length
+    one_round = [row + [-1, -1] for row in one_round]  # enemy side: not a SMAX env
     assert rows.tolist() == one_round + one_round[:3]
+
+
+def test_episode_outcomes_reads_the_enemy_side_of_a_smax_state():
+    """At a reset of 3m every enemy is alive at full health; killing one and halving another shows in the count and
+    the summed health, which is how a loss by a narrow margin is told from a draw."""
+    import episode_outcomes
+    import mappo
+
+    envs = mappo.make_env("3m", 2, seed=0)
+    state = envs.reset()["env_state"][0].copy()  # (S,)
+    assert episode_outcomes.enemy_side(state) == (3, 3.0)
+    F, n = episode_outcomes.SMAX_UNIT_FEATURES, 6  # 3 allies, then 3 enemies
+    assert state[n * F : n * F + n].tolist() == [0, 0, 0, 1, 1, 1]  # the teams, where enemy_side reads them
+    state[3 * F : 4 * F] = 0  # the first enemy dead: all its features zero
+    state[4 * F] = 0.5
+    assert episode_outcomes.enemy_side(state) == (2, 1.5)
+    state[0 * F] = 0.25  # an ally's health is not the enemy's
+    assert episode_outcomes.enemy_side(state) == (2, 1.5)
 
 
 def test_scripted_smax_policies_on_3m():
