@@ -36,6 +36,7 @@ def outcomes(actor, envs, num_episodes: int, sample: bool = False) -> np.ndarray
     per_env = math.ceil(num_episodes / envs.num_envs)
     ids = torch.eye(envs.num_agents).expand(envs.num_envs, -1, -1)  # (E,A,A)
     rows, length = [[] for _ in range(envs.num_envs)], np.zeros(envs.num_envs, dtype=int)
+    is_smax = isinstance(envs, mappo.SMAXVecEnv)  # the enemy side is read from SMAX's world state only
     nxt = envs.reset()
     while min(len(r) for r in rows) < per_env:
         with torch.no_grad():
@@ -46,7 +47,7 @@ def outcomes(actor, envs, num_episodes: int, sample: bool = False) -> np.ndarray
         length += 1
         for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
             if len(rows[e]) < per_env:
-                enemies = enemy_side(nxt["final_state"][e]) if isinstance(envs, mappo.SMAXVecEnv) else (-1, -1.0)
+                enemies = enemy_side(nxt["final_state"][e]) if is_smax else (-1, -1.0)
                 rows[e].append((nxt["won"][e], nxt["truncated"][e], nxt["final_alive"][e].sum(), length[e], *enemies))
             length[e] = 0
     return np.array([rows[e][k] for k in range(per_env) for e in range(envs.num_envs)][:num_episodes], dtype=float)
