@@ -9,7 +9,9 @@ the stochastic policy: JaxMARL's `win_rate` (won episodes over the episodes that
 envs x 128 steps) and our `charts/win_rate` (the same over one 8 x 400 rollout). One of our rollouts ends about 100
 episodes, one of JaxMARL's about 500, so ours is noisier: the table also gives our first time at which the episodes
 of the last 5 rollouts together (about 500) reach the threshold, and our first greedy evaluation (32 episodes) that
-does. Wall time counts from the launch of each process (imports and JIT compilation included).
+does. For greedy play on both sides, JaxMARL's run saves its actor after every update and
+benchmark/jaxmarl_greedy_eval.py evaluates each snapshot by our protocol once the run is over. Wall time counts from
+the launch of each process (imports and JIT compilation included).
 """
 
 import argparse
@@ -78,23 +80,36 @@ def run_ours(args, out_dir: str) -> dict:
 
 
 def run_jaxmarl(args, out_dir: str) -> dict:
-    out = os.path.join(out_dir, f"jaxmarl_{args.map}_seed{args.jaxmarl_seed}.json")
+    """JaxMARL's baseline with its actor saved after every update, then those snapshots evaluated greedily by
+    benchmark/jaxmarl_greedy_eval.py (after the run, so the run is timed alone)."""
+    name = f"jaxmarl_{args.map}_seed{args.jaxmarl_seed}"
+    out, evals_out = os.path.join(out_dir, f"{name}.json"), os.path.join(out_dir, f"{name}_greedy.json")
+    snapshots = os.path.join(out_dir, "runs", f"{name}_actor")  # about 0.5 MB per update, git-ignored
     cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_mappo_rnn.py"), "--jaxmarl-dir", args.jaxmarl_dir]
-    cmd += ["--map", args.map, "--seed", str(args.jaxmarl_seed), "--out", out]
+    cmd += ["--map", args.map, "--seed", str(args.jaxmarl_seed), "--out", out, "--snapshot-dir", snapshots]
     cmd += ["--stop-at-win-rate", str(args.threshold), "--extra-updates", str(args.extra_updates)]
+    eval_cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_greedy_eval.py"), "--jaxmarl-dir"]
+    eval_cmd += [args.jaxmarl_dir, "--snapshot-dir", snapshots, "--run-json", out, "--out", evals_out]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
     if not (args.reuse_jaxmarl and os.path.exists(out)):
         with open(out.replace(".json", ".log"), "w") as log:
-            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True, env=env)
+    if not (args.reuse_jaxmarl and os.path.exists(evals_out)):
+        with open(evals_out.replace(".json", ".log"), "w") as log:
+            subprocess.run(eval_cmd, stdout=log, stderr=subprocess.STDOUT, check=True, env=env)
     with open(out) as f:
         data = json.load(f)
+    with open(evals_out) as f:
+        evals = [(r["step"], r["wall_time"], r["win_rate"]) for r in json.load(f)["rows"]]
     rows = [(r["step"], r["wall_time"], r["win_rate"]) for r in data["rows"] if r["win_rate"] == r["win_rate"]]
-    return dict(cmd=shown(cmd), train=rows, config=data["config"])
+    return dict(cmd=shown(cmd), eval_cmd=shown(eval_cmd), train=rows, eval=evals, config=data["config"])
 
 
 def summarize(args, ours: dict, theirs: dict, out_dir: str):
     thr = args.threshold
     j, o = first_reaching(theirs["train"], thr), first_reaching(ours["train"], thr)
     o5, oe = first_reaching(ours["pooled5"], thr), first_reaching(ours["eval"], thr)
+    je = first_reaching(theirs.get("eval", []), thr)
     fmt = lambda r: "not reached" if r is None else f"{r[1]:.0f} s, {r[0]:,} env steps"  # noqa: E731
     lines = [
         f"SMAX {args.map}, wall-clock time to win rate >= {thr} from process launch, run one after the other on this machine",
@@ -105,15 +120,23 @@ def summarize(args, ours: dict, theirs: dict, out_dir: str):
         f"| JaxMARL mappo_rnn_smax.py, its defaults, seed {args.jaxmarl_seed} | train win rate, one update (~500 episodes) | {fmt(j)} |",
         f"| mappo_rnn.py, our defaults, seed {args.ours_seed} | train win rate, one rollout (~100 episodes) | {fmt(o)} |",
         f"| mappo_rnn.py | train win rate, last 5 rollouts pooled (~500 episodes) | {fmt(o5)} |",
+        f"| JaxMARL, the actor after each update | greedy eval win rate (32 episodes, evaluated afterwards) | {fmt(je)} |",
         f"| mappo_rnn.py | greedy eval win rate (32 episodes) | {fmt(oe)} |",
         "",
     ]
     if j and o5:
-        lines.append(f"Ours (pooled train win rate) / JaxMARL wall time: {o5[1] / j[1]:.2f} (goal: <= 0.5).")
+        lines.append(f"Ours / JaxMARL wall time, train win rates (ours pooled): {o5[1] / j[1]:.2f} (goal: <= 0.5).")
+    if je and oe:
+        lines.append(f"Ours / JaxMARL wall time, greedy eval win rates: {oe[1] / je[1]:.2f} (goal: <= 0.5).")
     lines += ["", f"Commands: `{theirs['cmd']}`; `{ours['cmd']}` (stopped with SIGINT after the threshold)."]
+    if "eval_cmd" in theirs:
+        lines += ["", f"JaxMARL's greedy evaluation: `{theirs['eval_cmd']}`. A snapshot's wall time is when the run had"]
+        lines += ["it; the evaluation ran after the run and is not charged to it (ours evaluates inside its run)."]
     with open(os.path.join(out_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    summary = dict(threshold=thr, jaxmarl=dict(theirs, first=j), ours=dict(ours, first=o, first_pooled5=o5, first_eval=oe))
+    summary = dict(
+        threshold=thr, jaxmarl=dict(theirs, first=j, first_eval=je), ours=dict(ours, first=o, first_pooled5=o5, first_eval=oe)
+    )
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
 
@@ -129,6 +152,8 @@ def summarize(args, ours: dict, theirs: dict, out_dir: str):
     ):
         ax.plot([r[1] for r in rows], [r[2] for r in rows], label=label)
     ax.plot([r[1] for r in ours["eval"]], [r[2] for r in ours["eval"]], label="mappo_rnn.py, greedy eval", alpha=0.6)
+    if theirs.get("eval"):
+        ax.plot([r[1] for r in theirs["eval"]], [r[2] for r in theirs["eval"]], label="JaxMARL, greedy eval", alpha=0.6)
     ax.axhline(thr, color="grey", ls=":")
     ax.set(xlabel="wall time since launch (s)", ylabel="win rate", title=f"SMAX {args.map}, same machine, one at a time")
     ax.legend()
@@ -156,8 +181,10 @@ def main():
             saved = json.load(f)
         theirs, ours = saved["jaxmarl"], saved["ours"]
         for run in (theirs, ours):
-            words = run["cmd"].split()
-            run["cmd"] = run["cmd"] if words[0] == "python" else shown(["python", *words])
+            for key in ("cmd", "eval_cmd"):
+                if key in run:
+                    words = run[key].split()
+                    run[key] = run[key] if words[0] == "python" else shown(["python", *words])
         summarize(args, ours, theirs, args.out)
         return
     if not (args.jaxmarl_dir and args.jaxmarl_python):

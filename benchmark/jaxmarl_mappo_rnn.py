@@ -80,6 +80,7 @@ def parse_args(argv=None):
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
     p.add_argument("--extra-updates", type=int, default=0, help="rows still recorded after the threshold is reached")
+    p.add_argument("--snapshot-dir", default=None, help="save the actor's parameters after every update here")
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
@@ -185,6 +186,67 @@ class Recorder:
         sys.stderr.flush()
 
 
+class ActorSnapshots:
+    """Writes the actor's parameters after each update to --snapshot-dir (actor_UUUU.msgpack, and index.json with the
+    update, env step and wall time of each), for benchmark/jaxmarl_greedy_eval.py to evaluate afterwards.
+
+    The parameters live inside the baseline's one jitted scan. A pass-through optax transform appended to the actor's
+    optimiser chain sees them at every optimiser step: it hands params + updates (the parameters that step leaves)
+    to the host through an ordered jax.debug.callback, and the host keeps those of every update's last step."""
+
+    def __init__(self, out_dir, steps_per_update, batch_steps, num_actions):
+        self.dir, self.steps_per_update, self.batch_steps = out_dir, steps_per_update, batch_steps
+        self.num_actions, self.calls, self.index = num_actions, 0, []
+        os.makedirs(out_dir, exist_ok=True)
+
+    def transform(self):
+        import jax
+        import optax
+
+        def update(updates, state, params=None):
+            jax.debug.callback(self.on_step, optax.apply_updates(params, updates), ordered=True)
+            return updates, state
+
+        return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+    def on_step(self, params):
+        from flax import serialization
+
+        wall = time.time() - T0
+        self.calls += 1
+        if self.calls == 1:  # the chain this is appended to must be the actor's: its head has one output per action
+            head = params["params"][max((k for k in params["params"] if k.startswith("Dense_")), key=lambda k: int(k[6:]))]
+            assert head["bias"].shape == (self.num_actions,), f"not the actor's parameters: head {head['bias'].shape}"
+        if self.calls % self.steps_per_update:
+            return
+        update = self.calls // self.steps_per_update - 1
+        name = f"actor_{update:04d}.msgpack"
+        with open(os.path.join(self.dir, name), "wb") as f:
+            f.write(serialization.msgpack_serialize(params))
+        self.index.append(dict(update=update, step=(update + 1) * self.batch_steps, wall_time=round(wall, 3), file=name))
+        with open(os.path.join(self.dir, "index.json.tmp"), "w") as f:
+            json.dump(self.index, f, indent=1)
+        os.replace(os.path.join(self.dir, "index.json.tmp"), os.path.join(self.dir, "index.json"))
+
+
+def append_to_actor_chain(baseline, transform):
+    """Replaces the baseline module's `optax` with a view of optax whose chain() appends `transform` to the first chain
+    built (make_train builds the actor's optimiser, then the critic's; ActorSnapshots checks which one it got)."""
+    import optax
+
+    class OptaxView:
+        built = 0
+
+        def __getattr__(self, name):
+            return getattr(optax, name)
+
+        def chain(self, *transforms):
+            self.built += 1
+            return optax.chain(*transforms, transform) if self.built == 1 else optax.chain(*transforms)
+
+    baseline.optax = OptaxView()
+
+
 def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -207,6 +269,13 @@ def main(argv=None):
     rec = Recorder(args, config, num_updates, batch_steps)
     wandb.init = lambda *a, **k: None
     wandb.log = rec.log  # the baseline's callback looks up wandb.log at call time
+    if args.snapshot_dir:
+        from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+
+        num_actions = HeuristicEnemySMAX(scenario=map_name_to_scenario(args.map), **config["ENV_KWARGS"]).num_ally_actions
+        steps_per_update = int(config["UPDATE_EPOCHS"]) * int(config["NUM_MINIBATCHES"])
+        snapshots = ActorSnapshots(args.snapshot_dir, steps_per_update, batch_steps, num_actions)
+        append_to_actor_chain(baseline, snapshots.transform())
 
     rec.meta["main_start_wall_time"] = round(time.time() - T0, 3)
     print(f"imports and setup done at wall {rec.meta['main_start_wall_time']:.1f}s; tracing, compiling, training")
