@@ -7,6 +7,9 @@ $JAXMARL_DIR), its default hydra config (baselines/MAPPO/config/mappo_homogenous
 baseline's own `main` runs it (hydra.main passes a given config straight to the task function). wandb is replaced:
 `wandb.init` becomes a no-op and `wandb.log`, which the baseline calls from a jax.experimental.io_callback once per
 update, appends a row to --out.
+With --snapshot-dir, the module's `optax` is also swapped for a view of optax that appends a pass-through transform
+to the actor's optimiser chain, which saves the actor after every update (ActorSnapshots) for
+benchmark/jaxmarl_greedy_eval.py; the training itself is unchanged (same returns with and without it).
 
 Install (a separate venv, not the repo's; JAX on the CPU). JaxMARL commit c793d095618c6d3edfb5632802348f57b70a4b94
 (master, 2026-07-21, "Merge pull request #191"; package version 0.2.0). Its robotarium git submodule is not needed:
