@@ -90,12 +90,17 @@ def run_ours(args, out_dir: str) -> dict:
     return dict(cmd=shown(cmd), run_dir=os.path.relpath(run_dir, ROOT), train=train, eval=evals, pooled5=pooled)
 
 
+def jaxmarl_paths(args, out_dir: str) -> tuple[str, str, str]:
+    """the JaxMARL run's JSON, its greedy evaluations' JSON and its actor snapshots' folder in out_dir"""
+    name = f"jaxmarl_{args.map}_seed{args.jaxmarl_seed}"
+    snapshots = os.path.join(out_dir, "runs", f"{name}_actor")  # about 0.5 MB per update, git-ignored
+    return os.path.join(out_dir, f"{name}.json"), os.path.join(out_dir, f"{name}_greedy.json"), snapshots
+
+
 def run_jaxmarl(args, out_dir: str) -> dict:
     """JaxMARL's baseline with its actor saved after every update, then those snapshots evaluated greedily by
     benchmark/jaxmarl_greedy_eval.py (after the run, so the run is timed alone)."""
-    name = f"jaxmarl_{args.map}_seed{args.jaxmarl_seed}"
-    out, evals_out = os.path.join(out_dir, f"{name}.json"), os.path.join(out_dir, f"{name}_greedy.json")
-    snapshots = os.path.join(out_dir, "runs", f"{name}_actor")  # about 0.5 MB per update, git-ignored
+    out, evals_out, snapshots = jaxmarl_paths(args, out_dir)
     cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_mappo_rnn.py"), "--jaxmarl-dir", args.jaxmarl_dir]
     cmd += ["--map", args.map, "--seed", str(args.jaxmarl_seed), "--out", out, "--snapshot-dir", snapshots]
     cmd += ["--stop-at-win-rate", str(args.threshold), "--extra-updates", str(args.extra_updates)]
@@ -212,6 +217,10 @@ def main():
     if not (args.jaxmarl_dir and args.jaxmarl_python):
         p.error("--jaxmarl-dir (or JAXMARL_DIR) and --jaxmarl-python are required")
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+    out, _, snapshots = jaxmarl_paths(args, args.out)
+    snapshot_index = os.path.join(snapshots, "index.json")
+    if args.reuse_jaxmarl and os.path.exists(out) and not os.path.exists(snapshot_index):
+        p.error(f"--reuse-jaxmarl: the JaxMARL run in --out has no actor snapshots ({snapshot_index}); run it again")
     theirs = run_jaxmarl(args, args.out)
     ours = run_ours(args, args.out)
     summarize(args, ours, theirs, args.out)
