@@ -28,7 +28,7 @@ def parse_args(argv=None):
     p.add_argument("--run-json", required=True, help="the runner's --out (.json): the run's config")
     p.add_argument("--out", required=True, help="JSON: one row per snapshot (update, step, wall_time, win_rate)")
     p.add_argument("--episodes", type=int, default=32, help="greedy episodes per snapshot (mappo_rnn.py: 32)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the eval envs (the same for every snapshot)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the eval envs, folded with the update index")
     p.add_argument("--every", type=int, default=1, help="evaluate every k-th snapshot")
     p.add_argument("--sample", action="store_true", help="sample actions instead (a check against the train win rate)")
     args = p.parse_args(argv)
@@ -99,7 +99,8 @@ def main(argv=None):
     for snap in index:
         with open(os.path.join(args.snapshot_dir, snap["file"]), "rb") as f:
             params = serialization.msgpack_restore(f.read())
-        ended, won = evaluate(params, jax.random.PRNGKey(args.seed))
+        # other episodes for every snapshot, as mappo_rnn.py's eval envs play on from one evaluation to the next
+        ended, won = evaluate(params, jax.random.fold_in(jax.random.PRNGKey(args.seed), snap["update"]))
         if not bool(ended.all()):
             raise SystemExit(f"{snap['file']}: {int((~ended).sum())} episodes did not end within the time limit")
         rows.append(dict(snap, win_rate=float(won.mean())))
