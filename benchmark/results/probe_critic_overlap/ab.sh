@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Three alternating runs of benchmark/throughput.py on 3m: mappo.py at 7d73732 (h) and the same with
-# critic_overlap.patch applied (x). Run from the repo root, alone on the machine; prints ab.log's lines.
+# critic_overlap.patch applied (x), each writing its row to h_N.json / x_N.json here. Run from the repo root,
+# alone on the machine; then `python table.py` in this folder.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -12,6 +13,6 @@ done
 (cd "$work/x" && patch -s -p1 < "$here/critic_overlap.patch")
 for rep in 1 2 3; do
   for t in h x; do
-    echo "$t rep$rep $(cd "$work/$t" && python benchmark/throughput.py --env-ids 3m --iterations 10 2>&1 | tail -1)"
+    (cd "$work/$t" && python benchmark/throughput.py --env-ids 3m --iterations 10 --out "$here/${t}_$rep")
   done
 done
