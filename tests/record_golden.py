@@ -1,0 +1,78 @@
+"""Records what the scripts log in their first updates, for tests/test_golden.py.
+
+    python tests/record_golden.py            # every case; SMAClite cases only where SMAClite is installed
+    python tests/record_golden.py mappo.py   # the cases of one script
+
+Each case runs a script for a few updates on the CPU with a fixed seed and writes every TensorBoard scalar except
+timings to tests/golden/<script>__<env>.json. The files in the repo were recorded at the commit named in their
+"commit" field, before the scripts were restructured; the test asserts that the scripts still log the same numbers.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+SCRIPTS = {
+    "mappo.py": [],
+    "ippo.py": [],
+    "mappo_rnn.py": [],
+    "mappo_async_seed.py": ["--no-async", "--num-clients", "1", "--num-splits", "2"],
+}  # script -> its own flags
+ENV_FLAGS = {  # a few updates each: 3 on SMAX and MPE, 2 on SMAClite (SMAClite has no 3m: 2s3z is its smallest map here)
+    "3m": ["--num-envs", "4", "--num-steps", "60", "--total-timesteps", "720", "--eval-episodes", "8"],
+    "simple_spread_v3": ["--num-envs", "8", "--num-steps", "25", "--total-timesteps", "600", "--eval-episodes", "8"],
+    "smaclite/2s3z": ["--num-envs", "2", "--num-steps", "40", "--total-timesteps", "160", "--eval-episodes", "2"]
+    + ["--eval-interval", "1", "--num-workers", "2"],
+}
+COMMON = ["--seed", "1", "--no-cuda"]
+
+
+def case_name(script: str, env_id: str) -> str:
+    return f"{script[: -len('.py')]}__{env_id.replace('/', '-')}"
+
+
+def command(script: str, env_id: str) -> list[str]:
+    """The case's command line, relative to the repo root."""
+    return [script, "--env-id", env_id, *COMMON, *ENV_FLAGS[env_id], *SCRIPTS[script]]
+
+
+def logged(script: str, env_id: str, env: dict | None = None) -> dict[str, list[list[float]]]:
+    """Runs one case in a temporary folder -> {tag: [[step, value], ...]}, timings left out."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    with tempfile.TemporaryDirectory() as cwd:
+        subprocess.run(
+            [sys.executable, str(ROOT / script), *command(script, env_id)[1:]],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            timeout=900,
+            env=env,
+        )
+        [run_dir] = (Path(cwd) / "runs").iterdir()
+        acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+        acc.Reload()
+        timings = ("time/", "stats/time_", "charts/SPS")
+        tags = [t for t in acc.Tags()["scalars"] if not t.startswith(timings)]
+        return {t: [[e.step, e.value] for e in acc.Scalars(t)] for t in sorted(tags)}
+
+
+if __name__ == "__main__":
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    for script in sys.argv[1:] or SCRIPTS:
+        for env_id in ENV_FLAGS:
+            if env_id.startswith("smaclite/"):
+                try:
+                    import smaclite  # noqa: F401
+                except (ImportError, OSError):
+                    print(f"skipped {script} {env_id}: SMAClite not installed")
+                    continue
+            path = GOLDEN / f"{case_name(script, env_id)}.json"
+            path.write_text(
+                json.dumps(dict(commit=commit, command=command(script, env_id), scalars=logged(script, env_id)), indent=1)
+            )
+            print(f"wrote {path.relative_to(ROOT)}")
