@@ -86,12 +86,10 @@ class Args:
     use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
     hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
     num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
-    activation: Literal["relu", "tanh"] = "relu"  # [MAPPO: ReLU SMAC (Table 12); Tanh spread, speaker-listener (Table 11)]
+    activation: Literal["relu", "tanh"] = "relu"  # hidden activation [MAPPO: ReLU SMAC; Tanh spread, speaker (Tables 11, 12)]
     use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]
     gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]
-    state_type: Literal["as", "ep", "cl"] = (
-        "as"  # critic input: env state + obs + id / state + id / all obs [MAPPO: as; cl MPE]
-    )
+    state_type: Literal["as", "ep", "cl"] = "as"  # critic sees: as state+obs+id, ep state+id, cl all obs [MAPPO: as; cl MPE]
     death_masking: bool = True  # a dead agent's critic input is zeros + its id (cl: all zeros) [MAPPO: on, Suggestion 5]
     policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
     value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
@@ -106,7 +104,7 @@ class Args:
         self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
 
 
-# ===================================================== ENV ADAPTERS =====================================================
+# ========================================= ENV ADAPTERS ===========================================
 # Each backend steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
 # avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
@@ -149,7 +147,7 @@ def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_st
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
-# ================================================== ALGO LOGIC: networks ==================================================
+# ===================================== ALGO LOGIC: networks =======================================
 def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
     """obs (...,A,O), agent_ids (A,A) one-hot -> (...,A,O+A): parameter sharing with the agent id"""
     return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
@@ -187,6 +185,8 @@ def mlp(in_dim: int, hidden_dim: int, num_layers: int, activation: str, use_feat
 
 
 class Actor(nn.Module):
+    """MLP -> policy head (MAPPO Appendix A)"""
+
     def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01):
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
@@ -197,6 +197,8 @@ class Actor(nn.Module):
 
 
 class Critic(nn.Module):
+    """MLP -> PopArt value head"""
+
     def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True):
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
@@ -209,7 +211,7 @@ class Critic(nn.Module):
         return self.popart.denormalize(self.forward(x).unsqueeze(-1)).squeeze(-1)  # (...,) in return units
 
 
-# =================================================== ALGO LOGIC: rollout ===================================================
+# ===================================== ALGO LOGIC: rollout ========================================
 @torch.no_grad()
 def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, run):
     """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
@@ -239,7 +241,7 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
     return {k: np.stack([s[k] for s in steps]) for k in steps[0]}, torch.stack(actions), torch.stack(logprobs), out
 
 
-# ============================================== ALGO LOGIC: advantages (GAE) ==============================================
+# ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
     """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool, final_values (T,E,A)
     -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
@@ -258,7 +260,7 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
     return advantages, advantages + values
 
 
-# ================================================= ALGO LOGIC: PPO update =================================================
+# ==================================== ALGO LOGIC: PPO update ======================================
 def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Tensor:
     """Elementwise Huber(delta) or 0.5 * error^2 [MAPPO: Huber, delta 10]"""
     if use_huber:
@@ -324,12 +326,12 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
             critic_optimizer.step()
 
     losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
-    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
-    stats = {f"losses/{k}": v.item() for k, v in losses.items()}
-    return dict(stats, **{"losses/clipfrac": np.mean(clipfracs), "losses/first_ratio_dev": first_ratio_dev})
+    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm, clipfrac=np.mean(clipfracs))
+    losses.update(first_ratio_dev=first_ratio_dev)
+    return {f"losses/{k}": float(v) for k, v in losses.items()}
 
 
-# ================================================= ALGO LOGIC: evaluation =================================================
+# ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, run=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation: each env plays its first ceil(N/E) episodes (no bias to short ones), the first N count.
@@ -354,7 +356,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, ru
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-# ================================================ ALGO LOGIC: training loop ================================================
+# ================================== ALGO LOGIC: training loop =====================================
 def train(args: Args, ckpt: Optional[dict] = None):
     # TRY NOT TO MODIFY: seeding
     random.seed(args.seed)
@@ -366,11 +368,12 @@ def train(args: Args, ckpt: Optional[dict] = None):
     # env setup: the eval envs come first and tell the sizes
     eval_seed = args.seed + 100_000
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
-    A, U, O, S_env = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim, eval_envs.state_dim
+    A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
     B = args.batch_size * A  # agent-steps per rollout
     check(args.num_minibatches <= B, f"--num-minibatches {args.num_minibatches} exceeds the {B} agent-steps of a rollout")
     args.minibatch_size = math.ceil(B / args.num_minibatches)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
+    S_env = eval_envs.state_dim
     S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
     critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
@@ -402,12 +405,14 @@ def train(args: Args, ckpt: Optional[dict] = None):
         b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
         nxt = {k: torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "alive")}
         state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
+        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
+        next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
         with torch.no_grad():
             # values of the whole rollout in one batched forward (the critic did not change during it), then GAE
             values = critic.value(state)  # (T,E,A) V(s_t) in return units
             final_values = torch.zeros_like(values)  # (T,E,A), used only where an episode was truncated
-            final_values[b["truncated"]] = critic.value(critic_state(b["final_obs"], b["final_state"], b["final_alive"]))
-            next_value = critic.value(critic_state(nxt["obs"], nxt["env_state"], nxt["alive"]))  # (E,A)
+            final_values[b["truncated"]] = critic.value(final_state)
+            next_value = critic.value(next_state)  # (E,A)
             advantages, returns = compute_gae(
                 b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
             )
@@ -434,7 +439,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     run.finish(envs)
 
 
-# ======================================================== ENV BACKENDS ========================================================
+# ========================================= ENV BACKENDS ===========================================
 class SMAXVecEnv:
     """JaxMARL's SMAX against its heuristic enemy: all envs in one jitted, vmapped call, one host copy per step."""
 
@@ -620,7 +625,7 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-# ======================================================= PLUMBING =======================================================
+# =========================================== PLUMBING =============================================
 MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
 SMAC_PRESET = dict(num_envs=8, num_steps=400, learning_rate=5e-4, critic_learning_rate=5e-4, update_epochs=15)
 SMAC_PRESET.update(num_minibatches=1, gain=0.01, activation="relu", state_type="as", eval_interval=1)

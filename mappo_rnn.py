@@ -1,4 +1,5 @@
 # mappo_rnn.py: MAPPO with GRU actor and critic, trained by chunks (BPTT). Diff base: mappo.py. Details: README.md#mappo_rnnpy
+# Args, env adapters, networks, rollout, GAE, update, evaluation, training loop; then env backends and plumbing.
 import os
 
 os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
@@ -6,22 +7,24 @@ os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves 
 
 import argparse
 import contextlib
-import importlib.util
+import datetime
+import importlib
 import json
 import math
 import multiprocessing as mp
 import random
+import shutil
 import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 from typing import Literal, Optional
 
 import numpy as np
 import torch
 import torch.nn as nn
 import tyro
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from torch.utils.tensorboard import SummaryWriter
 
 from popart import MaskedCategorical, PopArt, masked_mean
@@ -44,502 +47,81 @@ class Args:
     """
 
     # experiment
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """name of this experiment, part of the run name"""
-    seed: int = 1
-    """seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)"""
-    torch_deterministic: bool = True
-    """sets `torch.backends.cudnn.deterministic`"""
-    cuda: bool = True
-    """train on the GPU when CUDA is available"""
-    track: bool = False
-    """log to Weights and Biases (tensorboard is always written to runs/)"""
-    wandb_project_name: str = "cleanmappo"
-    """the W&B project"""
-    wandb_entity: Optional[str] = None
-    """the W&B entity (team)"""
-    save_model: bool = False
-    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C always writes one)"""
-    save_interval: int = 0
-    """also write that checkpoint every N updates, so that a run killed without Ctrl-C can --resume (0: off)"""
-    resume: Optional[str] = None
-    """continue the run saved in this checkpoint: its args are the defaults, flags you pass win"""
-    eval_only: Optional[str] = None
-    """evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit"""
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]  # name of this experiment, part of the run name
+    seed: int = 1  # seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)
+    torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
+    cuda: bool = True  # train on the GPU when CUDA is available
+    track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
+    wandb_project_name: str = "cleanmappo"  # the W&B project
+    wandb_entity: Optional[str] = None  # the W&B entity (team)
+    save_model: bool = False  # write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (a stop or --resume always do)
+    save_interval: int = 0  # also write it every N updates, so that a run killed without Ctrl-C can --resume (0: off)
+    resume: Optional[str] = None  # continue the run saved in this checkpoint: its args are the defaults, flags you pass win
+    eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
-    env_id: str = "3m"
-    """a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), or an MPE task (simple_spread_v3, ...)"""
-    num_envs: int = 8
-    """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
-    num_steps: int = 400
-    """steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]"""
-    total_timesteps: int = 10_000_000
-    """env steps to train for [MAPPO: at most 10M on SMAC (Section 5)]"""
-    eval_interval: int = 1
-    """evaluate every this many updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]"""
-    eval_episodes: int = 32
-    """greedy episodes per evaluation [MAPPO: 32 test games]"""
-    num_workers: int = 0
-    """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
-    num_stacked_frames: int = 1
-    """observations stacked per agent, 1 = none [MAPPO: 4 with its MLP on 3s_vs_4z, 3s_vs_5z (Table 12); 1 with a GRU]"""
+    env_id: str = "3m"  # a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), MPE (simple_spread_v3, ...)
+    num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
+    num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
+    total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
+    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]
+    eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
+    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores)
+    num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
 
     # algorithm
-    learning_rate: float = 5e-4
-    """actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]"""
-    critic_learning_rate: float = 5e-4
-    """critic learning rate [MAPPO: same as the actor's]"""
-    anneal_lr: bool = False
-    """linearly anneal both learning rates to 0 [MAPPO: off]"""
-    gamma: float = 0.99
-    """discount [MAPPO: 0.99 (Table 3)]"""
-    gae_lambda: float = 0.95
-    """GAE lambda [MAPPO: 0.95 (Table 3)]"""
-    num_minibatches: int = 1
-    """mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]"""
-    update_epochs: int = 15
-    """PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]"""
-    norm_adv: bool = True
-    """normalise advantages over the active agent-steps of the batch [MAPPO: on]"""
-    clip_coef: float = 0.2
-    """PPO ratio clip [MAPPO: 0.2 (Table 3)]"""
-    clip_vloss: bool = True
-    """clip the value change around the rollout's value, by clip-coef [MAPPO: value clip 0.2 (Table 3)]"""
-    ent_coef: float = 0.01
-    """entropy bonus [MAPPO: 0.01]"""
-    vf_coef: float = 1.0
-    """value loss weight [MAPPO: 1, separate actor and critic optimisers]"""
-    max_grad_norm: float = 10.0
-    """gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]"""
-    use_huber: bool = True
-    """Huber value loss; off: squared error [MAPPO: Huber (Table 3)]"""
-    huber_delta: float = 10.0
-    """Huber delta [MAPPO: 10 (Table 3)]"""
-    use_popart: bool = True
-    """PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]"""
-    hidden_dim: int = 64
-    """width of the hidden layers [MAPPO: 64 (Tables 5, 6)]"""
-    num_layers: int = 2
-    """hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]"""
-    activation: Literal["relu", "tanh"] = "relu"
-    """hidden activation [MAPPO: ReLU SMAC (Table 12); Tanh spread and speaker-listener (Table 11)]"""
-    use_feature_norm: bool = True
-    """LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]"""
-    gain: float = 0.01
-    """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]"""
-    state_type: Literal["as", "ep", "cl"] = "as"
-    """critic input: as = env state + own obs + id, ep = env state + id, cl = all obs [MAPPO: as SMAC, cl MPE]"""
-    death_masking: bool = True
-    """a dead agent's critic input is zeros + its agent id (all zeros with cl, which has no id) [MAPPO: on, Suggestion 5]"""
-    policy_active_masks: bool = True
-    """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
-    value_active_masks: bool = False
-    """leave dead agents' steps out of the value loss [MAPPO: off, train_smac.sh passes the store_false flag]"""
-
-    data_chunk_length: int = 10
-    """BPTT chunk length: each agent's rollout is cut into chunks of this many steps [MAPPO: 10 (Table 3)]"""
+    learning_rate: float = 5e-4  # actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
+    critic_learning_rate: float = 5e-4  # critic learning rate [MAPPO: same as the actor's]
+    anneal_lr: bool = False  # linearly anneal both learning rates to 0 [MAPPO: off]
+    gamma: float = 0.99  # discount [MAPPO: 0.99 (Table 3)]
+    gae_lambda: float = 0.95  # GAE lambda [MAPPO: 0.95 (Table 3)]
+    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]
+    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]
+    norm_adv: bool = True  # normalise advantages over the active agent-steps of the batch [MAPPO: on]
+    clip_coef: float = 0.2  # PPO ratio clip [MAPPO: 0.2 (Table 3)]
+    clip_vloss: bool = True  # clip the value change around the rollout's value by clip-coef [MAPPO: value clip 0.2 (Table 3)]
+    ent_coef: float = 0.01  # entropy bonus [MAPPO: 0.01]
+    vf_coef: float = 1.0  # value loss weight [MAPPO: 1, separate actor and critic optimisers]
+    max_grad_norm: float = 10.0  # gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]
+    use_huber: bool = True  # Huber value loss; off: squared error [MAPPO: Huber (Table 3)]
+    huber_delta: float = 10.0  # Huber delta [MAPPO: 10 (Table 3)]
+    use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
+    hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
+    num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
+    activation: Literal["relu", "tanh"] = "relu"  # hidden activation [MAPPO: ReLU SMAC; Tanh spread, speaker (Tables 11, 12)]
+    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]
+    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]
+    state_type: Literal["as", "ep", "cl"] = "as"  # critic sees: as state+obs+id, ep state+id, cl all obs [MAPPO: as; cl MPE]
+    death_masking: bool = True  # a dead agent's critic input is zeros + its id (cl: all zeros) [MAPPO: on, Suggestion 5]
+    policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
+    value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
+    data_chunk_length: int = 10  # BPTT chunk length: each agent's rollout is cut into chunks of this many steps [MAPPO: 10]
 
     # computed, not flags
-    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) num_envs * num_steps env steps per rollout"""
-    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) chunks per mini-batch: ceil(ceil(num_steps / data_chunk_length) * num_envs * num_agents / num_minibatches)"""
-    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) total_timesteps // batch_size"""
+    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs * num_steps env steps per rollout
+    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # chunks: ceil(chunks per rollout / minibatches)
+    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)  # total_timesteps // batch_size
 
     def __post_init__(self):
         self.batch_size = self.num_envs * self.num_steps
         self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
 
 
-MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
-SMAC_PRESET = dict(num_envs=8, num_steps=400, learning_rate=5e-4, critic_learning_rate=5e-4, update_epochs=15)
-SMAC_PRESET.update(num_minibatches=1, gain=0.01, activation="relu", state_type="as", eval_interval=1)
-MPE_PRESET = dict(SMAC_PRESET, num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
-# MAPPO Table 12: per-map epochs, mini-batches and head gain (maps not listed: 15, 1, 0.01)
-SMAC_MAP_PRESETS = {
-    **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
-    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
-    "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
-}
-MPE_TASK_PRESETS = {  # MAPPO Table 11
-    "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
-    "simple_reference_v3": dict(update_epochs=15, activation="relu"),
-    "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
-}
-# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
-SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
-SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
-SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
-SMACLITE_INSTALL = (
-    "SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system library\n"
-    "that its Rtree dependency needs:\n"
-    "  sudo apt-get install libspatialindex-dev\n"
-    "  pip install Rtree==1.0.0 scikit-learn\n"
-    "  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git\n"
-    "(--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce.)"
-)
-
-
-def fail(message: str):
-    """Bad input: a message on stderr and exit status 2, no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-@contextlib.contextmanager
-def quiet():
-    """Silences stdout down to file descriptor 1: importing jaxmarl swaps sys.stdout and prints about optional
-    submodules; SMAClite prints which RVO2 port it uses."""
-    sys.stdout.flush()
-    saved_fd, saved_stdout = os.dup(1), sys.stdout
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout = saved_stdout
-            os.dup2(saved_fd, 1)
-            os.close(saved_fd)
-
-
-def smax_maps() -> list[str]:
-    with quiet():
-        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-    return sorted(MAP_NAME_TO_SCENARIO)
-
-
-def smaclite_maps() -> list[str]:
-    try:
-        import gymnasium as gym
-        import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
-    except ImportError:
-        fail(SMACLITE_INSTALL)
-    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
-
-
-def env_presets(env_id: str) -> dict:
-    """The paper's settings for env_id; exits 2 with the list of valid ids when env_id is unknown."""
-    if env_id in MPE_ENVS:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
-    if env_id.startswith("smaclite/"):
-        map_name = env_id[len("smaclite/") :]
-        if map_name not in smaclite_maps():
-            fail(f"unknown SMAClite map {map_name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in smaclite_maps()))
-        return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(map_name, {}), "eval_interval": 5}
-    if env_id not in smax_maps():
-        fail(
-            f"unknown --env-id {env_id!r}. Valid ids:\n  SMAX: {', '.join(smax_maps())}\n  MPE: {', '.join(MPE_ENVS)}\n"
-            "  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
-        )
-    return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(env_id, {})}
-
-
-def validate(args: Args):
-    positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
-    positive += ("num_stacked_frames", "data_chunk_length")
-    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef", "max_grad_norm", "huber_delta")
-    for name in positive:
-        if not getattr(args, name) > 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
-    if args.resume and args.eval_only:
-        fail("--resume and --eval-only are exclusive: give one checkpoint")
-    if args.track and importlib.util.find_spec("wandb") is None:
-        fail("--track needs wandb: pip install wandb")
-    if args.data_chunk_length > args.num_steps:  # a chunk holds one env's steps of one rollout; the rest is padding
-        fail(f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}")
-    if not 0 < args.gamma <= 1:  # a discount above 1 sends the returns (and PopArt) off to infinity
-        fail(f"--gamma must be in (0, 1], got {args.gamma}")
-    if not 0 <= args.gae_lambda <= 1:
-        fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
-    if args.total_timesteps < args.batch_size and not args.eval_only:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout (num-envs * num-steps = {args.batch_size})")
-
-
-def load_checkpoint(path: str) -> dict:
-    """Loads a checkpoint with weights_only=True; anything else exits 2 with a message."""
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        fail(f"checkpoint {path!r} does not exist")
-    except Exception as e:
-        fail(f"{path!r} is not a cleanmappo checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    if not isinstance(ckpt, dict) or ckpt.get("format") != "cleanmappo" or "actor" not in ckpt:
-        fail(f"{path!r} is not a cleanmappo checkpoint (no 'format': 'cleanmappo' entry)")
-    if ckpt.get("script") != os.path.basename(__file__):
-        fail(f"{path!r} was written by {ckpt.get('script')}, not {os.path.basename(__file__)}")
-    return ckpt
-
-
-def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
-    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id."""
-    pre = argparse.ArgumentParser(add_help=False)
-    for name, alias in (("--env-id", "--env_id"), ("--resume", "--resume"), ("--eval-only", "--eval_only")):
-        pre.add_argument(name, alias)
-    known, _ = pre.parse_known_args(argv)
-    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
-    init_names = [f.name for f in fields(Args) if f.init]
-    if ckpt is not None:
-        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in init_names})
-        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
-    else:
-        env_id = known.env_id or Args.env_id
-        defaults = Args(env_id=env_id, **env_presets(env_id))
-    args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
-    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
-    if ckpt is not None:
-        env_presets(args.env_id)  # exits 2 on an unknown id (the presets path checked it already)
-    validate(args)
-    return args, ckpt
-
-
-# ENV ADAPTERS: every backend steps all its envs in one call and returns numpy arrays
-# reset() -> obs (E,A,O), env_state (E,S), avail (E,A,U) bool, alive (E,A) bool
-# step(actions (E,A)) -> the same for the next step (after auto-reset), plus reward (E,) team reward,
-#   terminated (E,) side wiped out, truncated (E,) time limit, won (E,), and final_obs/final_state/final_alive:
-#   the last observation of an episode that ended at this step, before the reset (bootstrapping on truncation)
-class SMAXVecEnv:
-    """JaxMARL SMAX vs its heuristic enemy: num_envs envs in one jitted, vmapped call, one host copy per step."""
-
-    is_smac = True
-
-    def __init__(self, map_name: str, num_envs: int, seed: int):
-        import jax
-        import jax.numpy as jnp
-
-        with quiet():
-            from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
-        # the env kwargs of JaxMARL's SMAX baselines
-        env = HeuristicEnemySMAX(
-            scenario=map_name_to_scenario(map_name), see_enemy_actions=True, walls_cause_death=True, attack_mode="closest"
-        )
-        A = env.num_allies
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
-        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
-
-        def observe(st):
-            obs = env.get_obs(st)
-            avail = env.get_avail_actions(st)
-            return dict(
-                obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
-                env_state=env.get_world_state(st),  # (S,)
-                avail=jnp.stack([avail[a] for a in env.agents]).astype(bool),  # (A,U)
-                alive=st.state.unit_alive[:A],  # (A,)
-            )
-
-        def reset_one(key):
-            _, st = env.reset(key)
-            return st, observe(st)
-
-        def step_one(key, st, actions):
-            step_key, reset_key = jax.random.split(key)
-            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
-            final = observe(st)
-            allies_dead = ~st.state.unit_alive[:A].any()
-            enemies_dead = ~st.state.unit_alive[A:].any()
-            terminated = allies_dead | enemies_dead
-            reset_st, reset_obs = reset_one(reset_key)
-            done = dones["__all__"]
-            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
-            nxt = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_obs, final)
-            out = dict(nxt, reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
-            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
-            return st, dict(out, final_alive=final["alive"])
-
-        def vreset(key):
-            key, sub = jax.random.split(key)
-            st, out = jax.vmap(reset_one)(jax.random.split(sub, num_envs))
-            return key, st, out
-
-        def vstep(key, st, actions):
-            key, sub = jax.random.split(key)
-            st, out = jax.vmap(step_one)(jax.random.split(sub, num_envs), st, actions)
-            return key, st, out
-
-        self._reset, self._step = jax.jit(vreset), jax.jit(vstep)
-        self._key, self._state, self._jnp = jax.random.PRNGKey(seed), None, jnp
-
-    def reset(self) -> dict:
-        self._key, self._state, out = self._reset(self._key)
-        return {k: np.array(v) for k, v in out.items()}  # writable host copies
-
-    def step(self, actions: np.ndarray) -> dict:
-        self._key, self._state, out = self._step(self._key, self._state, self._jnp.asarray(actions, dtype=np.int32))
-        return {k: np.array(v) for k, v in out.items()}  # one host copy of everything
-
-    def close(self):
-        pass
-
-
-class MPEVecEnv:
-    """PettingZoo MPE (mpe2), parallel API, discrete actions. Agents are padded to the largest obs and action
-    sizes (padded actions unavailable); the team reward is the mean of the agents' rewards; env state = all obs."""
-
-    is_smac = False
-
-    def __init__(self, env_id: str, num_envs: int, seed: int):
-        module = importlib.import_module(f"mpe2.{env_id}")
-        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
-        self.agents = self.envs[0].possible_agents
-        obs_dims = [self.envs[0].observation_space(a).shape[0] for a in self.agents]
-        act_dims = [int(self.envs[0].action_space(a).n) for a in self.agents]
-        E, A = num_envs, len(self.agents)
-        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, max(obs_dims), max(act_dims)
-        self.state_dim, self.obs_dims, self.seed, self.seeded = A * self.obs_dim, obs_dims, seed, False
-        avail = np.arange(self.num_actions)[None, None, :] < np.array(act_dims)[None, :, None]  # (1,A,U)
-        self.avail = np.ascontiguousarray(np.broadcast_to(avail, (E, A, self.num_actions)))  # constant: made once
-
-    def _write_obs(self, buf: np.ndarray, i: int, obs: dict):
-        for j, a in enumerate(self.agents):
-            buf[i, j, : self.obs_dims[j]] = obs[a]
-
-    def _pack(self, obs: np.ndarray) -> dict:
-        E, A = self.num_envs, self.num_agents
-        return dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=np.ones((E, A), dtype=bool))
-
-    def reset(self) -> dict:
-        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)
-        for i, env in enumerate(self.envs):
-            self._write_obs(obs, i, env.reset(seed=None if self.seeded else self.seed + i)[0])
-        self.seeded = True
-        return self._pack(obs)
-
-    def step(self, actions: np.ndarray) -> dict:
-        E, A = self.num_envs, self.num_agents
-        obs = np.zeros((E, A, self.obs_dim), dtype=np.float32)
-        final_obs = np.zeros_like(obs)
-        reward, terminated, truncated = np.zeros(E, dtype=np.float32), np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
-        for i, (env, acts) in enumerate(zip(self.envs, actions.tolist())):
-            o, r, term, trunc, _ = env.step(dict(zip(self.agents, acts)))
-            reward[i] = sum(r.values()) / A
-            terminated[i], truncated[i] = all(term.values()), all(trunc.values()) and not all(term.values())
-            if terminated[i] or truncated[i]:
-                self._write_obs(final_obs, i, o)
-                o = env.reset()[0]
-            self._write_obs(obs, i, o)
-        out = self._pack(obs)
-        out.update(reward=reward, terminated=terminated, truncated=truncated, won=np.zeros(E, dtype=bool))
-        out.update(final_obs=final_obs, final_state=final_obs.reshape(E, -1), final_alive=np.ones((E, A), dtype=bool))
-        return out
-
-    def close(self):
-        for env in self.envs:
-            env.close()
-
-
-def smaclite_worker(remote, map_name: str, seeds: list[int], time_limit: int):
-    """Steps a slice of SMAClite envs in a child process; answers 'reset', 'step' and 'close' on its pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
-    import gymnasium as gym
-    import smaclite  # noqa: F401
-
-    with quiet():
-        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=time_limit) for _ in seeds]
-
-    def observe(env, obs):
-        u = env.unwrapped
-        alive = np.zeros(u.n_agents, dtype=bool)
-        alive[list(u.agents)] = True
-        return np.stack(obs), u.get_state(), np.stack(u.get_avail_actions()) > 0, alive
-
-    def pack(rows):
-        return {k: np.stack(v) for k, v in zip(("obs", "env_state", "avail", "alive"), zip(*rows))}
-
-    try:
-        while True:
-            cmd, data = remote.recv()
-            if cmd == "reset":
-                remote.send(pack([observe(env, env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]))
-            elif cmd == "step":
-                rows, finals, extra = [], [], []
-                for env, acts in zip(envs, data.tolist()):
-                    obs, reward, term, trunc, info = env.step(acts)
-                    row = observe(env, obs)
-                    finals.append(row)
-                    if term or trunc:
-                        row = observe(env, env.reset()[0])
-                    rows.append(row)
-                    extra.append((reward, term, trunc and not term, info.get("battle_won", False)))
-                out = pack(rows)
-                final = pack(finals)
-                out.update(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
-                for k, v in zip(("reward", "terminated", "truncated", "won"), zip(*extra)):
-                    out[k] = np.array(v, dtype=np.float32 if k == "reward" else bool)
-                remote.send(out)
-            elif cmd == "close":
-                break
-    except (EOFError, BrokenPipeError):  # the parent is gone
-        pass
-    finally:
-        for env in envs:
-            env.close()
-
-
-class SMACliteVecEnv:
-    """SMAClite (pure Python, slow): envs split over worker processes that step in parallel."""
-
-    is_smac = True
-
-    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
-        import gymnasium as gym
-
-        smaclite_maps()  # exits with the install line when SMAClite is missing
-        with quiet():
-            u = gym.make(f"smaclite/{map_name}-v0").unwrapped
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
-        self.state_dim, self.num_actions = u.state_size, u.n_actions
-        num_workers = min(num_envs, num_workers or os.cpu_count() or 1)
-        ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
-        slices = np.array_split(np.arange(num_envs), num_workers)
-        self.slices, self.remotes, self.procs = slices, [], []
-        for idx in slices:
-            parent, child = ctx.Pipe()
-            args = (child, map_name, [seed + int(i) for i in idx], SMAC_EPISODE_LIMITS.get(map_name, 200))
-            proc = ctx.Process(target=smaclite_worker, args=args, daemon=True)  # daemon: dies with the run
-            proc.start()
-            child.close()
-            self.remotes.append(parent)
-            self.procs.append(proc)
-
-    def _gather(self) -> dict:
-        parts = [remote.recv() for remote in self.remotes]
-        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-    def reset(self) -> dict:
-        for remote in self.remotes:
-            remote.send(("reset", None))
-        return self._gather()
-
-    def step(self, actions: np.ndarray) -> dict:
-        for remote, idx in zip(self.remotes, self.slices):
-            remote.send(("step", actions[idx]))
-        return self._gather()
-
-    def close(self):
-        for remote in self.remotes:
-            with contextlib.suppress(OSError):
-                remote.send(("close", None))
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-
-
+# ========================================= ENV ADAPTERS ===========================================
+# Each backend steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
+# avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
+# terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
+# this step observed before any reset (after a truncation, GAE bootstraps from its value).
 class FrameStack:
-    """Wraps a vec env: each agent's observation becomes its last k observations (E,A,k*O), oldest first; a new
-    episode starts from zeros. The env state is not stacked."""
+    """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
+    The env state is not stacked."""
 
     def __init__(self, envs, k: int):
-        self.envs, self.k, self.stack = envs, k, None
+        self.envs, self.k, self.obs_dim, self.state_dim, self.is_smac = envs, k, k * envs.obs_dim, envs.state_dim, envs.is_smac
         self.num_envs, self.num_agents, self.num_actions = envs.num_envs, envs.num_agents, envs.num_actions
-        self.obs_dim, self.state_dim, self.is_smac = k * envs.obs_dim, envs.state_dim, envs.is_smac
 
-    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)  # (E,A,k,O)
+    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
+        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)
 
     def reset(self) -> dict:
         out = self.envs.reset()
@@ -548,8 +130,8 @@ class FrameStack:
 
     def step(self, actions: np.ndarray) -> dict:
         out = self.envs.step(actions)
-        final = self._push(self.stack, out["final_obs"])  # the stack that ends an episode, where one ended
-        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]
+        final = self._push(self.stack, out["final_obs"])  # the stack this step observed, before any reset
+        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]  # (E,1,1,1)
         self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
         E, A = self.num_envs, self.num_agents
         return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
@@ -568,7 +150,7 @@ def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_st
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
-# ALGO LOGIC: inputs of the actor and the critic
+# ===================================== ALGO LOGIC: networks =======================================
 def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
     """obs (...,A,O), agent_ids (A,A) one-hot -> (...,A,O+A): parameter sharing with the agent id"""
     return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
@@ -668,6 +250,45 @@ def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
     return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])  # chunk index = (k, e, a)
 
 
+# ===================================== ALGO LOGIC: rollout ========================================
+@torch.no_grad()
+def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, run, actor_h, start):
+    """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
+    saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) on the host,
+    the actions and logprobs (T,E,A) on the device, and the envs' last outputs; None on a stop (Ctrl-C). Recurrent:
+    actor_h (E,A,H) and start (E,) bool, an episode begins, carry over from the last rollout and come back updated, after
+    the actor's hidden states entering each step (T,E,A,H)."""
+    steps, actions, logprobs, actor_hs = [], [], [], []
+    for step in range(num_steps):
+        if run.stop_requested(step * envs.num_envs):  # the partial rollout is dropped
+            return None
+        obs, avail = torch.from_numpy(out["obs"]).to(device), torch.from_numpy(out["avail"]).to(device)
+        actor_hs.append(actor_h)  # be really careful about the index: the state that step t starts from
+        starts = start[None, :, None].expand(1, *avail.shape[:2])  # (1,E,A)
+        logits, next_hs = actor(actor_input(obs, agent_ids)[None], actor_h, starts)  # (1,E,A,U), (1,E,A,H): one GRU step
+        actor_h = next_hs[0]
+        dist = MaskedCategorical(logits[0], avail)  # (E,A,U): all envs and agents in one forward
+        action = dist.sample()  # (E,A)
+        actions.append(action)
+        logprobs.append(dist.log_prob(action))
+        steps.append({k: out[k] for k in ("obs", "env_state", "avail", "alive")})
+
+        # TRY NOT TO MODIFY: execute the game and log data
+        env_start = time.time()
+        out = envs.step(action.cpu().numpy())
+        run.env_time += time.time() - env_start
+        steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
+        episodes["return"] += out["reward"]
+        episodes["length"] += 1
+        done = out["terminated"] | out["truncated"]
+        episodes["finished"] += zip(episodes["return"][done], episodes["length"][done], out["won"][done])
+        episodes["return"][done], episodes["length"][done] = 0.0, 0
+        start = torch.from_numpy(done).to(device)
+    host = {k: np.stack([s[k] for s in steps]) for k in steps[0]}
+    return host, torch.stack(actions), torch.stack(logprobs), out, torch.stack(actor_hs), actor_h, start
+
+
+# ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
     """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool, final_values (T,E,A)
     -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
@@ -686,6 +307,22 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
     return advantages, advantages + values
 
 
+def bootstrap_values(critic, critic_out, final_state, next_state, last_done, truncated):
+    """critic_out (T,E,A,H) states after each step, final_state (n,A,S) at the n truncated steps in (T,E) order,
+    next_state (E,A,S), last_done (E,) step T-1 ended an episode, truncated (T,E) -> values (return units) one step past
+    a truncation (T,E,A): the episode goes on from the state after t; and past step T-1 (E,A): from zeros if it ended"""
+    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
+    final_values = critic_out.new_zeros((T, E, A))
+    if truncated.any():
+        final_x = final_state[None]  # (1,n,A,S)
+        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
+        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+    next_start = last_done.unsqueeze(-1).expand(E, A)  # (E,A)
+    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+    return final_values, next_value
+
+
+# ==================================== ALGO LOGIC: PPO update ======================================
 def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Tensor:
     """Elementwise Huber(delta) or 0.5 * error^2 [MAPPO: Huber, delta 10]"""
     if use_huber:
@@ -693,26 +330,79 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
     return 0.5 * error**2
 
 
-@torch.no_grad()
-def bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
-    """critic_out (T,E,A,H) states after each step, final_state (n,A,S) at the n truncated steps in (T,E) order ->
-    values (return units) one step past a truncation (T,E,A): the episode goes on from the state after t; and past
-    step T-1 (E,A): from zeros where step T-1 ended an episode"""
-    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
-    final_values = critic_out.new_zeros((T, E, A))
-    if truncated.any():
-        final_x = final_state[None]  # (1,n,A,S)
-        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
-        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
-    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
-    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
-    return final_values, next_value
+def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args) -> dict:
+    """PPO epochs over N chunks of C steps, BPTT through each [MAPPO Suggestion 3: few epochs, one mini-batch].
+    b: obs (C,N,O+A), state (C,N,S), avail (C,N,U), alive, valid (not padding) and starts (C,N), actions, logprobs,
+    advantages, returns and old values (C,N) (the last two PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden
+    states entering each chunk. Returns the statistics to log."""
+    advantages = b["advantages"]
+    if args.norm_adv:  # over the active agent-steps only
+        active_adv = advantages[b["alive"]] if b["alive"].any() else advantages
+        advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
+    policy_mask = b["alive"] if args.policy_active_masks else b["valid"]
+    value_mask = b["alive"] if args.value_active_masks else b["valid"]
+
+    N, clipfracs, first_ratio_dev, first_value_dev = advantages.shape[1], [], 0.0, 0.0
+    for epoch in range(args.update_epochs):
+        b_inds = torch.randperm(N, device=advantages.device)
+        for start in range(0, N, args.minibatch_size):
+            mb_inds = b_inds[start : start + args.minibatch_size]  # whole chunks
+            mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+
+            # BPTT through each chunk; the hidden state resets where an episode starts inside it
+            logits, _ = actor(b["obs"][:, mb_inds], b["actor_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb, U)
+            dist = MaskedCategorical(logits, b["avail"][:, mb_inds])  # MAPPO Suggestion 4: action masks
+            newlogprob = dist.log_prob(b["actions"][:, mb_inds])  # (C, mb)
+            entropy = dist.entropy()
+            logratio = newlogprob - b["logprobs"][:, mb_inds]
+            ratio = logratio.exp()
+
+            with torch.no_grad():
+                # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                old_approx_kl = masked_mean(-logratio, mb_policy_mask)
+                approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
+                clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
+                if epoch == 0 and start == 0:  # must be 0: the chunks rebuild the rollout's hidden states
+                    first_ratio_dev = (ratio - 1.0).abs()[b["valid"][:, mb_inds]].max().item()
+
+            # Policy loss, over the agent-steps of live agents
+            mb_advantages = advantages[:, mb_inds]
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
+            entropy_loss = masked_mean(entropy, mb_policy_mask)
+            actor_optimizer.zero_grad()
+            (pg_loss - args.ent_coef * entropy_loss).backward()
+            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
+            actor_optimizer.step()
+
+            # Value loss, on PopArt-normalised values, clipped around the rollout's value
+            newvalue, _ = critic(b["state"][:, mb_inds], b["critic_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb)
+            mb_returns, mb_values = b["returns"][:, mb_inds], b["values"][:, mb_inds]
+            if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
+                first_value_dev = (newvalue - mb_values).detach().abs()[b["valid"][:, mb_inds]].max().item()
+            v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
+            if args.clip_vloss:
+                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
+                v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
+            v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
+            critic_optimizer.zero_grad()
+            (v_loss * args.vf_coef).backward()
+            critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+            critic_optimizer.step()
+
+    losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
+    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm, clipfrac=np.mean(clipfracs))
+    losses.update(first_ratio_dev=first_ratio_dev, first_value_dev=first_value_dev)
+    return {f"losses/{k}": float(v) for k, v in losses.items()}
 
 
+# ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) -> tuple[float, float]:
+def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, run=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, every episode from a zero hidden state: each env plays its first ceil(N/E) episodes (no bias
-    to short ones), the first N count. Returns (win rate, mean team return)."""
+    to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
@@ -720,6 +410,8 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) ->
     actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.gru.hidden_size), device=device)  # (E,A,H)
     starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
     while min(len(r) for r in results) < per_env:
+        if run is not None and run.stop_requested():
+            return None
         x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
         logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
         actor_h = actor_hs[0]
@@ -736,40 +428,8 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) ->
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals):
-    """Everything --resume needs, as plain tensors and Python values (loads with weights_only=True)."""
-    ckpt = dict(format="cleanmappo", script=os.path.basename(__file__), actor=actor.state_dict(), critic=critic.state_dict())
-    ckpt.update(actor_optimizer=actor_optimizer.state_dict(), critic_optimizer=critic_optimizer.state_dict())
-    ckpt.update(args=asdict(args), global_step=global_step, iteration=iteration, run_name=run_name, evals=evals)
-    tmp = f"{path}.tmp"
-    torch.save(ckpt, tmp)
-    os.replace(tmp, path)  # never leave half a checkpoint behind
-
-
-def write_eval_summary(path: str, args: Args, global_step: int, evals: list, is_smac: bool) -> None:
-    """The paper's protocol: the median of the last 10 evaluations, printed and written as JSON with every evaluation."""
-    if not evals:
-        return
-    last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
-    summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
-    summary["budget"] = args.num_iterations * args.batch_size  # global_step < budget: stopped early (Ctrl-C)
-    summary["median_win_rate"] = float(np.median(last[:, 1])) if is_smac else None  # MPE has no win
-    summary["median_return"] = float(np.median(last[:, 2]))
-    keys = ("step", "win_rate", "episodic_return", "wall_time")
-    summary["evals"] = [{k: v for k, v in zip(keys, e) if is_smac or k != "win_rate"} for e in evals]
-    with open(path, "w") as f:
-        json.dump(summary, f, indent=1)
-    win = f"win rate {summary['median_win_rate']:.3f}, " if is_smac else ""
-    print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})", flush=True)
-
-
-if __name__ == "__main__":
-    args, ckpt = parse_args()
-    resuming = ckpt is not None and not args.eval_only
-    run_name = (
-        ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
-    )
-
+# ================================== ALGO LOGIC: training loop =====================================
+def train(args: Args, ckpt: Optional[dict] = None):
     # TRY NOT TO MODIFY: seeding
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -777,368 +437,518 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    # env setup
-    eval_envs = make_env(
-        args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
-    )
-    A, U = eval_envs.num_agents, eval_envs.num_actions
-    num_chunks = math.ceil(args.num_steps / args.data_chunk_length) * args.num_envs * A
-    args.minibatch_size = math.ceil(num_chunks / args.num_minibatches)
-    if args.num_minibatches > num_chunks:
-        fail(f"--num-minibatches {args.num_minibatches} exceeds the {num_chunks} chunks of a rollout")
+    # env setup: the eval envs come first and tell the sizes
+    eval_seed = args.seed + 100_000
+    eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
+    A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
+    N = math.ceil(args.num_steps / args.data_chunk_length) * args.num_envs * A  # chunks per rollout
+    check(args.num_minibatches <= N, f"--num-minibatches {args.num_minibatches} exceeds the {N} chunks of a rollout")
+    args.minibatch_size = math.ceil(N / args.num_minibatches)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
-    obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
-    state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
+    S_env = eval_envs.state_dim
+    S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
+    critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
-    actor = Actor(obs_dim + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain)
-    critic = Critic(state_dim, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
-    actor, critic = actor.to(device), critic.to(device)
+    actor = Actor(O + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain).to(device)
+    critic = Critic(S, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm).to(device)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
-    global_step, start_iteration, evals = 0, 1, []
-    if ckpt is not None:
-        try:
-            actor.load_state_dict(ckpt["actor"])
-            critic.load_state_dict(ckpt["critic"])
-        except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
-            fail(f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
-
+    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
     if args.eval_only:
-        win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
-        eval_envs.close()
-        print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} greedy episodes")
-        win = f"win_rate={win_rate:.4f} " if eval_envs.is_smac else ""  # MPE has no win
-        print(f"{win}episodic_return={ret:.4f}")
-        sys.exit(0)
-    if resuming:  # --resume: optimiser state, step counters and the eval history continue
-        actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
-        critic_optimizer.load_state_dict(ckpt["critic_optimizer"])
-        global_step, start_iteration, evals = ckpt["global_step"], ckpt["iteration"] + 1, [list(e) for e in ckpt["evals"]]
+        return run.report(evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device))
 
-    # TRY NOT TO MODIFY: tracking
-    if args.track:
-        import wandb
-
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-            resume="allow",
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
-    )
     envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
+    episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
+    T, E, H = args.num_steps, args.num_envs, args.hidden_dim
+    actor_h, critic_h = torch.zeros((E, A, H), device=device), torch.zeros((E, A, H), device=device)  # (E,A,H)
+    start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
+    out = run.start(envs)  # the first reset (SMAX compiles here)
+    for iteration in range(run.iteration + 1, args.num_iterations + 1):
+        iteration_start, run.env_time = time.time(), 0.0
+        if args.anneal_lr:
+            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+            critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
-    # ALGO LOGIC: storage setup
-    T, E, S, H = args.num_steps, args.num_envs, state_dim, args.hidden_dim
-    host = dict(  # what the env returns, keyed as its outputs, kept on the host and moved to the device once per rollout
-        obs=np.zeros((T, E, A, obs_dim), dtype=np.float32),
-        env_state=np.zeros((T, E, env_state_dim), dtype=np.float32),
-        avail=np.zeros((T, E, A, U), dtype=bool),
-        alive=np.zeros((T, E, A), dtype=bool),
-        reward=np.zeros((T, E), dtype=np.float32),
-        terminated=np.zeros((T, E), dtype=bool),
-        truncated=np.zeros((T, E), dtype=bool),
-        final_obs=np.zeros((T, E, A, obs_dim), dtype=np.float32),  # the final_* where an episode was truncated at t
-        final_state=np.zeros((T, E, env_state_dim), dtype=np.float32),
-        final_alive=np.zeros((T, E, A), dtype=bool),
-    )
-    actions = torch.zeros((T, E, A), dtype=torch.long, device=device)
-    logprobs = torch.zeros((T, E, A), device=device)
-    actor_hs = torch.zeros((T, E, A, H), device=device)  # actor hidden state entering step t, before its reset
+        initial_start = start  # (E,) step 0 begins an episode
+        collected = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run, actor_h, start)
+        if collected is None:
+            break
+        host, actions, logprobs, out, actor_hs, actor_h, start = collected  # actor_hs (T,E,A,H) entering each step
+        run.global_step += args.batch_size
 
-    def to_device(arrays: dict) -> dict:  # numpy arrays -> tensors on the device (views of the arrays on the CPU)
-        return {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+        # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
+        b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
+        nxt = {k: torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "alive")}
+        state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
+        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
+        next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
+        with torch.no_grad():
+            # the critic over the whole rollout in one scan (it did not change during it), then GAE. Step t begins an
+            # episode where step t-1 ended one: derived from the dones, so the ratio test also checks the rollout's resets
+            done = b["terminated"] | b["truncated"]  # (T,E)
+            starts = torch.cat([initial_start[None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
+            values, critic_out = critic.value(state, critic_h, starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
+            critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
+            final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
+            critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
+            advantages, returns = compute_gae(
+                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
+            )
+            if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+                critic.popart.update(returns)
+            returns_n = critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1)  # (T,E,A)
+            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)  # old values under the new statistics
+        # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored hidden states
+        C = args.data_chunk_length
+        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"], starts=starts)
+        batch.update(actions=actions, logprobs=logprobs, advantages=advantages, returns=returns_n, values=values_n)
+        batch = {k: to_chunks(v, C) for k, v in dict(batch, valid=torch.ones_like(b["alive"])).items()}  # (C,N,...)
+        batch.update(actor_h0=actor_hs[::C].reshape(-1, H), critic_h0=critic_hs[::C].reshape(-1, H))  # (N,H)
 
-    def critic_state(obs_, env_state_, alive_) -> torch.Tensor:  # (...,A,O), (...,S_env), (...,A) -> (...,A,S)
-        return critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking)
+        update_start = time.time()
+        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args)
+        stats.update({"time/update": time.time() - update_start, "time/env": run.env_time})
+        y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
+        stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
+        seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
 
-    # TRY NOT TO MODIFY: start the game
-    start_time, train_time, start_step = time.time(), 0.0, global_step
-    start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
-    next_start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
-    next_actor_h, next_critic_h = torch.zeros((E, A, H), device=device), torch.zeros((E, A, H), device=device)
-    ep_return, ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
-    episode_stats = {"return": [], "length": [], "won": []}
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeRemainingColumn(),
-        disable=not sys.stdout.isatty(),
-    )
-    task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
-    iteration = done_iteration = start_iteration - 1
-    done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
-    stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the rollout checks
-    updating = False  # from the PopArt update to the end of the PPO epochs a signal waits for the update's end
+        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
+            eval_start = time.time()
+            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run)  # None after a stop
+            stats["time/eval"] = time.time() - eval_start
+        run.end_iteration(iteration, seconds, stats, episodes, result)
+    run.finish(envs)
 
-    def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
-        stop_signals.append(signum)
-        if not updating:  # during the update: raised once it is done, so a checkpoint never holds half an update
-            raise KeyboardInterrupt
 
-    def quiet_swallowed_stop(unraisable):  # Python prints a swallowed KeyboardInterrupt as a traceback: it is ours
-        if not (stop_signals and issubclass(unraisable.exc_type, KeyboardInterrupt)):
-            sys.__unraisablehook__(unraisable)
+# ========================================= ENV BACKENDS ===========================================
+class SMAXVecEnv:
+    """JaxMARL's SMAX against its heuristic enemy: all envs in one jitted, vmapped call, one host copy per step."""
 
-    sys.unraisablehook = quiet_swallowed_stop
+    is_smac = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
-        signal.signal(sig, stop)
+    def __init__(self, map_name: str, num_envs: int, seed: int):
+        import jax
+        import jax.numpy as jnp
+
+        with quiet():
+            from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+        scenario = map_name_to_scenario(map_name)  # and the env kwargs of JaxMARL's SMAX baselines:
+        env = HeuristicEnemySMAX(scenario=scenario, see_enemy_actions=True, walls_cause_death=True, attack_mode="closest")
+        A = env.num_allies
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
+        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
+
+        def observe(st):
+            obs, avail = env.get_obs(st), env.get_avail_actions(st)
+            return dict(
+                obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
+                env_state=env.get_world_state(st),  # (S_env,)
+                avail=jnp.stack([avail[a] for a in env.agents]).astype(bool),  # (A,U)
+                alive=st.state.unit_alive[:A],  # (A,)
+            )
+
+        def reset_one(key):
+            _, st = env.reset(key)
+            return st, observe(st)
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
+            final = observe(st)
+            allies_dead, enemies_dead = ~st.state.unit_alive[:A].any(), ~st.state.unit_alive[A:].any()
+            terminated, done = allies_dead | enemies_dead, dones["__all__"]
+            reset_st, reset_out = reset_one(reset_key)
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
+            out.update(reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
+            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
+            return st, dict(out, final_alive=final["alive"])
+
+        def batched(one):  # all envs in one call: the key is split once per call, one subkey per env
+            def call(key, *inputs):
+                key, sub = jax.random.split(key)
+                return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
+
+            return jax.jit(call)
+
+        self._reset, self._step, self._key = batched(reset_one), batched(step_one), jax.random.PRNGKey(seed)
+
+    def reset(self) -> dict:
+        self._key, self._state, out = self._reset(self._key)
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+
+    def step(self, actions: np.ndarray) -> dict:
+        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
+        return {k: np.array(v) for k, v in out.items()}
+
+    def close(self):
+        pass
+
+
+class MPEVecEnv:
+    """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
+    largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
+
+    is_smac = False
+
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        module = importlib.import_module(f"mpe2.{env_id}")
+        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
+        env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
+        self.agents, self.obs_dims = env.possible_agents, [env.observation_space(a).shape[0] for a in env.possible_agents]
+        act_dims = np.array([env.action_space(a).n for a in self.agents])
+        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(act_dims.max())
+        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
+        self.avail, self.alive = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)), np.ones((E, A), dtype=bool)
+
+    def _pack(self, obs_dicts: list) -> dict:  # one {agent: obs} per env -> the adapter's arrays
+        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+        for j, a in enumerate(self.agents):
+            obs[:, j, : self.obs_dims[j]] = [agent_obs[a] for agent_obs in obs_dicts]
+        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+
+    def reset(self) -> dict:
+        seeds, self.seeds = self.seeds, [None] * self.num_envs
+        return self._pack([env.reset(seed=s)[0] for env, s in zip(self.envs, seeds)])
+
+    def step(self, actions: np.ndarray) -> dict:
+        results = [env.step(dict(zip(self.agents, acts))) for env, acts in zip(self.envs, actions.tolist())]
+        terminated = np.array([all(term.values()) for _, _, term, _, _ in results])
+        truncated = np.array([all(trunc.values()) for *_, trunc, _ in results]) & ~terminated
+        final = self._pack([obs for obs, *_ in results])
+        out = self._pack([env.reset()[0] if end else r[0] for env, r, end in zip(self.envs, results, terminated | truncated)])
+        out.update(reward=np.array([sum(r.values()) / self.num_agents for _, r, *_ in results], dtype=np.float32))
+        out.update(terminated=terminated, truncated=truncated, won=np.zeros(self.num_envs, dtype=bool))
+        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+    def close(self):
+        pass
+
+
+# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
+SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
+SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
+SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
+
+
+def smaclite_worker(pipe, map_name: str, seeds: list[int]):
+    """A child process stepping a slice of SMAClite envs: actions (k,A), or None to reset -> the adapter's arrays (k,...)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes us
+    import gymnasium as gym
+    import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+
+    with quiet():
+        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=SMAC_EPISODE_LIMITS.get(map_name, 200)) for _ in seeds]
+
+    def observe(env, obs) -> dict:
+        u = env.unwrapped
+        alive = np.isin(np.arange(u.n_agents), list(u.agents))  # (A,) live agents are the keys of u.agents
+        return dict(obs=np.stack(obs), env_state=u.get_state(), avail=np.stack(u.get_avail_actions()) > 0, alive=alive)
+
+    def step(env, actions) -> dict:
+        obs, reward, terminated, truncated, info = env.step(actions)
+        final = observe(env, obs)
+        out = observe(env, env.reset()[0]) if terminated or truncated else final
+        out.update(reward=np.float32(reward), terminated=terminated, truncated=truncated and not terminated)
+        out.update(won=info.get("battle_won", False), final_obs=final["obs"], final_state=final["env_state"])
+        return dict(out, final_alive=final["alive"])
+
+    with contextlib.suppress(EOFError, BrokenPipeError):  # the parent closed its end, or is gone
+        while True:
+            actions = pipe.recv()  # None: reset
+            if actions is None:
+                rows = [observe(env, env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]
+            else:
+                rows = [step(env, env_actions) for env, env_actions in zip(envs, actions.tolist())]
+            pipe.send({k: np.stack([row[k] for row in rows]) for k in rows[0]})
+
+
+class SMACliteVecEnv:
+    """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
+
+    is_smac = True
+
+    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
+        import gymnasium as gym
+
+        smaclite_maps()  # exits with the install line when SMAClite is missing
+        with quiet():
+            u = gym.make(f"smaclite/{map_name}-v0").unwrapped
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
+        self.state_dim, self.num_actions = u.state_size, u.n_actions
+        self.slices = np.array_split(np.arange(num_envs), min(num_envs, num_workers or os.cpu_count() or 1))
+        ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
+        self.pipes, self.procs = [], []
+        for idx in self.slices:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=smaclite_worker, args=(child, map_name, [seed + int(i) for i in idx]), daemon=True)
+            proc.start()
+            child.close()
+            self.pipes.append(parent)
+            self.procs.append(proc)
+
+    def _call(self, actions: Optional[np.ndarray]) -> dict:
+        for pipe, idx in zip(self.pipes, self.slices):
+            pipe.send(None if actions is None else actions[idx])
+        parts = [pipe.recv() for pipe in self.pipes]
+        return {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+    def reset(self) -> dict:
+        return self._call(None)
+
+    def step(self, actions: np.ndarray) -> dict:
+        return self._call(actions)
+
+    def close(self):
+        for pipe, proc in zip(self.pipes, self.procs):
+            pipe.close()  # the worker's recv() ends with EOFError
+            proc.join(timeout=5)
+            proc.kill()
+
+
+# =========================================== PLUMBING =============================================
+MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
+SMAC_PRESET = dict(num_envs=8, num_steps=400, learning_rate=5e-4, critic_learning_rate=5e-4, update_epochs=15)
+SMAC_PRESET.update(num_minibatches=1, gain=0.01, activation="relu", state_type="as", eval_interval=1)
+MPE_PRESET = dict(SMAC_PRESET, num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
+SMAC_MAP_PRESETS = {  # MAPPO Table 12: per-map epochs, mini-batches and head gain (others: 15, 1, 0.01)
+    **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
+    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
+    "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
+}
+MPE_TASK_PRESETS = {  # MAPPO Table 11
+    "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
+    "simple_reference_v3": dict(update_epochs=15, activation="relu"),
+    "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
+}
+SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
+library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):
+  sudo apt-get install libspatialindex-dev
+  pip install Rtree==1.0.0 scikit-learn
+  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git"""
+
+
+def check(condition: bool, message: str):
+    """Bad input: one message on stderr and exit status 2, no traceback."""
+    if not condition:
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silences stdout down to file descriptor 1: importing jaxmarl prints about optional submodules (and swaps
+    sys.stdout), SMAClite about its RVO2 port."""
+    sys.stdout.flush()
+    saved_fd, saved_stdout = os.dup(1), sys.stdout
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def smaclite_maps() -> list[str]:
     try:
-        progress.start()
-        # in the try: the first reset compiles the env (SMAX), a Ctrl-C there is a Ctrl-C like any other
-        out = envs.reset()
-        for iteration in range(start_iteration, args.num_iterations + 1):
-            iteration_start = time.time()
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-                critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
+        import gymnasium as gym
+        import smaclite  # noqa: F401
+    except ImportError:
+        check(False, SMACLITE_INSTALL)
+    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
 
-            env_time = 0.0
-            initial_critic_h = next_critic_h.clone()  # (E,A,H) the critic runs over the whole rollout after it
-            initial_start = next_start.clone()  # (E,) step 0 begins an episode
-            for step in range(0, T):
-                if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
-                    raise KeyboardInterrupt
-                global_step += E
-                for k in ("obs", "env_state", "avail", "alive"):
-                    host[k][step] = out[k]
-                next_obs, next_avail = torch.from_numpy(out["obs"]).to(device), torch.from_numpy(out["avail"]).to(device)
-                actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from
 
-                # ALGO LOGIC: one batched forward over all envs and agents, one GRU step
-                with torch.no_grad():
-                    logits, next_actor_hs = actor(
-                        actor_input(next_obs, agent_ids)[None], next_actor_h, next_start[None, :, None].expand(1, E, A)
-                    )  # (1,E,A,U), (1,E,A,H)
-                    next_actor_h = next_actor_hs[0]
-                    dist = MaskedCategorical(logits[0], next_avail)  # (E,A,U)
-                    action = dist.sample()  # (E,A)
-                    logprobs[step] = dist.log_prob(action)
-                actions[step] = action
+def env_presets(env_id: str) -> dict:
+    """The paper's settings for env_id; exits 2 with the valid ids when env_id is unknown."""
+    if env_id in MPE_ENVS:
+        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+    if env_id.startswith("smaclite/"):
+        name, maps = env_id[len("smaclite/") :], smaclite_maps()
+        check(name in maps, f"unknown SMAClite map {name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in maps))
+        return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(name, {}), "eval_interval": 5}
+    with quiet():
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    smax, mpe = ", ".join(sorted(MAP_NAME_TO_SCENARIO)), ", ".join(MPE_ENVS)
+    valid = f"SMAX: {smax}\n  MPE: {mpe}\n  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
+    check(env_id in MAP_NAME_TO_SCENARIO, f"unknown --env-id {env_id!r}. Valid ids:\n  {valid}")
+    return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(env_id, {})}
 
-                # TRY NOT TO MODIFY: execute the game and log data.
-                env_start = time.time()
-                out = envs.step(action.cpu().numpy())
-                env_time += time.time() - env_start
-                for k in ("reward", "terminated", "truncated"):
-                    host[k][step] = out[k]
-                if out["truncated"].any():  # keep the final observation: GAE bootstraps from its value
-                    for k in ("final_obs", "final_state", "final_alive"):
-                        host[k][step] = out[k]
-                ep_return += out["reward"]
-                ep_length += 1
-                done = out["terminated"] | out["truncated"]
-                next_start = torch.from_numpy(done).to(device)
-                if done.any():
-                    episode_stats["return"] += ep_return[done].tolist()
-                    episode_stats["length"] += ep_length[done].tolist()
-                    episode_stats["won"] += out["won"][done].tolist()
-                    ep_return[done], ep_length[done] = 0.0, 0
 
-            updating = True
-            # the rollout to the device, one copy per buffer, and the critic's inputs built for the whole batch at once
-            b = to_device({k: v for k, v in host.items() if not k.startswith("final_")})
-            nxt = to_device({k: out[k] for k in ("obs", "env_state", "alive")})
-            fin = to_device({k: host[k][host["truncated"]] for k in ("final_obs", "final_state", "final_alive")})
-            obs, avail_actions, alive = b["obs"], b["avail"], b["alive"]  # (T,E,A,O), (T,E,A,U), (T,E,A)
-            rewards, terminated, truncated = b["reward"], b["terminated"], b["truncated"]  # (T,E)
-            state = critic_state(obs, b["env_state"], alive)  # (T,E,A,S)
-            final_state = critic_state(fin["final_obs"], fin["final_state"], fin["final_alive"])  # (n,A,S), n truncated steps
-            next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
-            # ALGO LOGIC: the critic over the whole rollout in one scan (it did not change during the rollout), then GAE
-            with torch.no_grad():
-                # step t begins an episode (hidden states reset) where step t-1 ended one; derived from the dones, not
-                # stored by the rollout, so the ratio test also checks the rollout's own resets
-                starts = torch.cat([initial_start[None], (terminated | truncated)[:-1]])  # (T,E)
-                starts_ea = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
-                values_dn, critic_out = critic.value(state, initial_critic_h, starts_ea)  # (T,E,A) V(s_t), (T,E,A,H)
-                critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-                final_values_dn, next_value = bootstrap_values(
-                    critic, critic_out, final_state, next_state, terminated, truncated
-                )
-                next_critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
-                advantages, returns = compute_gae(
-                    rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
-                )
-                if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, output layer rescaled
-                    critic.popart.update(returns)
+def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
+    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id. Every argument
+    check is here: bad input exits 2 with one message."""
+    pre = argparse.ArgumentParser(add_help=False)
+    for name in ("env-id", "resume", "eval-only"):
+        pre.add_argument(f"--{name}", f"--{name.replace('-', '_')}")
+    known, _ = pre.parse_known_args(argv)
+    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
+    if ckpt is not None:
+        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in [f.name for f in fields(Args) if f.init]})
+        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
+    else:
+        defaults = Args(env_id=known.env_id or Args.env_id, **env_presets(known.env_id or Args.env_id))
+    args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
+    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
+    env_presets(args.env_id)  # exits 2 on an unknown id
+    for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
+                 "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
+                 "max_grad_norm", "huber_delta", "data_chunk_length"):  # fmt: skip
+        check(getattr(args, name) > 0, f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef"):
+        check(getattr(args, name) >= 0, f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    check(not (args.resume and args.eval_only), "--resume and --eval-only are exclusive: give one checkpoint")
+    check(not args.track or importlib.util.find_spec("wandb") is not None, "--track needs wandb: pip install wandb")
+    check(0 < args.gamma <= 1, f"--gamma must be in (0, 1], got {args.gamma}")  # above 1 the returns run off to infinity
+    check(0 <= args.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
+    chunk = f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}"
+    check(args.data_chunk_length <= args.num_steps, chunk)  # a chunk holds one env's steps of one rollout: the rest pads
+    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.batch_size})"
+    check(
+        args.total_timesteps >= args.batch_size or args.eval_only,
+        f"--total-timesteps {args.total_timesteps} is {rollout_steps}",
+    )
+    return args, ckpt
 
-            if args.norm_adv:  # over the active agent-steps only
-                active_adv = advantages[alive] if alive.any() else advantages
-                advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
 
-            # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored hidden states
-            C = args.data_chunk_length
-            c_obs = to_chunks(actor_input(obs, agent_ids), C)  # (C, N, O+A), N = ceil(T/C)*E*A chunks
-            c_state = to_chunks(state, C)  # (C, N, S)
-            c_avail = to_chunks(avail_actions, C)  # (C, N, U)
-            c_starts = to_chunks(starts_ea, C)  # (C, N)
-            c_valid = to_chunks(torch.ones_like(alive), C)  # (C, N) False on the padding after step T
-            c_alive = to_chunks(alive, C)  # (C, N) False on the padding too
-            c_actions = to_chunks(actions, C)  # (C, N)
-            c_logprobs = to_chunks(logprobs, C)  # (C, N)
-            c_advantages = to_chunks(advantages, C)  # (C, N)
-            with torch.no_grad():  # PopArt-normalised targets, and the old values under the new statistics
-                c_returns_n = to_chunks(critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
-                c_values_n = to_chunks(critic.popart.normalize(values_dn.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
-            c_actor_h0 = actor_hs[::C].reshape(-1, H)  # (N, H) the hidden state entering each chunk's first step
-            c_critic_h0 = critic_hs[::C].reshape(-1, H)  # (N, H)
-            policy_mask = c_alive if args.policy_active_masks else c_valid
-            value_mask = c_alive if args.value_active_masks else c_valid
+def load_checkpoint(path: str) -> dict:
+    """A checkpoint of this script, loaded with weights_only=True; anything else exits 2 with one line."""
+    check(os.path.isfile(path), f"checkpoint {path!r} does not exist")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # not a torch file, or one that holds more than tensors and plain values
+        ckpt = None
+    check(isinstance(ckpt, dict) and ckpt.get("format") == "cleanmappo", f"{path!r} is not a cleanmappo checkpoint")
+    check(ckpt["script"] == os.path.basename(__file__), f"{path!r} was written by {ckpt['script']}, not by this script")
+    return ckpt
 
-            # Optimizing the policy and value network
-            update_start = time.time()
-            N, minibatch_size = c_actions.shape[1], args.minibatch_size
-            clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
-            for epoch in range(args.update_epochs):
-                b_inds = torch.randperm(N, device=device)
-                for start in range(0, N, minibatch_size):
-                    mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
-                    mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
 
-                    # BPTT through each chunk; the hidden state resets where an episode starts inside it
-                    logits, _ = actor(c_obs[:, mb_inds], c_actor_h0[mb_inds], c_starts[:, mb_inds])  # (C, mb, U)
-                    dist = MaskedCategorical(logits, c_avail[:, mb_inds])
-                    newlogprob = dist.log_prob(c_actions[:, mb_inds])  # (C, mb)
-                    entropy = dist.entropy()
-                    logratio = newlogprob - c_logprobs[:, mb_inds]
-                    ratio = logratio.exp()
+class Run:
+    """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard (W&B with --track), shows
+    progress (a status line on a terminal, a line every 30 s when piped), and makes Ctrl-C or SIGTERM a stop at the next
+    env step or after the update under way, with a checkpoint of the last whole update."""
 
-                    with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
-                        old_approx_kl = masked_mean(-logratio, mb_policy_mask)
-                        approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
-                        clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
-                        if epoch == 0 and start == 0:  # must be 0: the chunks rebuild the rollout's hidden states
-                            first_ratio_dev = (ratio - 1.0).abs()[c_valid[:, mb_inds]].max().item()
+    def __init__(self, args: Args, ckpt: Optional[dict], actor, critic, actor_optimizer, critic_optimizer, eval_envs):
+        self.args, self.eval_envs, self.is_smac, self.signals = args, eval_envs, eval_envs.is_smac, []
+        self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
+        for name in list(self.parts)[: 4 if args.resume else 2] if ckpt else ():
+            try:
+                self.parts[name].load_state_dict(ckpt[name])
+            except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
+                check(False, f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
+        self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+        self.global_step, self.iteration, self.evals = 0, 0, []
+        if args.resume:  # the step counters, the eval history and the run directory go on
+            self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
+            self.evals = [list(e) for e in ckpt["evals"]]
+        self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
+        self.start_step, self.train_time, self.env_time, self.latest, self.printed = self.global_step, 0.0, 0.0, {}, 0.0
+        self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 
-                    mb_advantages = c_advantages[:, mb_inds]
-                    # Policy loss, over every active step of every chunk
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
-                    entropy_loss = masked_mean(entropy, mb_policy_mask)
-                    actor_loss = pg_loss - args.ent_coef * entropy_loss
-                    actor_optimizer.zero_grad()
-                    actor_loss.backward()
-                    grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
-                    actor_optimizer.step()
+    def start(self, envs) -> dict:
+        """Tracking, the stop signals caught, the first reset of the envs."""
+        if self.args.track:
+            import wandb
 
-                    # Value loss, on PopArt-normalised values
-                    newvalue, _ = critic(c_state[:, mb_inds], c_critic_h0[mb_inds], c_starts[:, mb_inds])  # (C, mb)
-                    mb_returns, mb_values = c_returns_n[:, mb_inds], c_values_n[:, mb_inds]
+            wandb.init(project=self.args.wandb_project_name, entity=self.args.wandb_entity, sync_tensorboard=True,
+                       config=vars(self.args), name=self.run_name, save_code=True, resume="allow")  # fmt: skip
+        self.writer = SummaryWriter(f"runs/{self.run_name}")
+        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
+        self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+        for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+            signal.signal(sig, self.stop)
+        if self.total != self.args.total_timesteps:
+            print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
+        print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
+        return envs.reset()
 
-                    if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
-                        first_value_dev = (newvalue - mb_values).detach().abs()[c_valid[:, mb_inds]].max().item()
-                    v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
-                    if args.clip_vloss:
-                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                        v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
-                        v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
-                    v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
-                    critic_optimizer.zero_grad()
-                    (v_loss * args.vf_coef).backward()
-                    critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
-                    critic_optimizer.step()
-            update_time = time.time() - update_start
-            done_iteration, done_step = iteration, global_step
-            updating = False
-            if stop_signals:  # one that came during the update: the checkpoint holds this whole iteration
-                raise KeyboardInterrupt
-            train_time += time.time() - iteration_start
+    def stop(self, signum, frame):  # only a flag: nothing is raised inside an update, a JAX compile or a gc callback
+        self.signals.append(signum)
 
-            y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
-            var_y = np.var(y_true)
-            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+    def stop_requested(self, steps_into_rollout: int = 0) -> bool:
+        self.show_progress(self.global_step + steps_into_rollout)
+        return bool(self.signals)
 
-            # TRY NOT TO MODIFY: record rewards for plotting purposes
-            sps = int((global_step - start_step) / train_time)
-            writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            if episode_stats["return"]:
-                writer.add_scalar("charts/episodic_return", np.mean(episode_stats["return"]), global_step)
-                writer.add_scalar("charts/episodic_length", np.mean(episode_stats["length"]), global_step)
-                if envs.is_smac:
-                    writer.add_scalar("charts/win_rate", np.mean(episode_stats["won"]), global_step)
-            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
-            writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            writer.add_scalar("losses/grad_norm", grad_norm.item(), global_step)
-            writer.add_scalar("losses/critic_grad_norm", critic_grad_norm.item(), global_step)
-            writer.add_scalar("losses/first_ratio_dev", first_ratio_dev, global_step)
-            writer.add_scalar("losses/first_value_dev", first_value_dev, global_step)
-            if args.use_popart:
-                mean, std = critic.popart.stats()
-                writer.add_scalar("popart/mean", mean.item(), global_step)
-                writer.add_scalar("popart/std", std.item(), global_step)
-            writer.add_scalar("time/env", env_time, global_step)
-            writer.add_scalar("time/update", update_time, global_step)
-            info = f"SPS {sps}"
-            if episode_stats["return"]:
-                info += f"  return {np.mean(episode_stats['return']):.2f}"
-                info += f"  win {np.mean(episode_stats['won']):.2f}" if envs.is_smac else ""
-            episode_stats = {"return": [], "length": [], "won": []}
-
-            if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
-                eval_start = time.time()
-                win_rate, eval_return = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
-                evals.append([global_step, win_rate, eval_return, time.time() - start_time])
-                writer.add_scalar("eval/episodic_return", eval_return, global_step)
-                if eval_envs.is_smac:
-                    writer.add_scalar("eval/win_rate", win_rate, global_step)
-                writer.add_scalar("time/eval", time.time() - eval_start, global_step)
-                info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
-            if args.save_interval and iteration % args.save_interval == 0:  # a killed run loses at most N updates
-                path = f"runs/{run_name}/{args.exp_name}.pt"
-                save_checkpoint(
-                    path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals
-                )
-            progress.update(task, completed=global_step, info=info)
-            if progress.disable and (
-                iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)
-            ):
-                print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
-    except KeyboardInterrupt:
-        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
-            signal.signal(sig, signal.SIG_IGN)
-        progress.stop()
-        path = f"runs/{run_name}/{args.exp_name}.pt"
-        save_checkpoint(
-            path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
+    def show_progress(self, step: int, force: bool = False):
+        """A status line, at most every 0.5 s on a terminal (cut to its width), every 30 s when piped."""
+        tty = sys.stdout.isatty()
+        if not force and time.time() - self.printed < (0.5 if tty else 30):
+            return
+        self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
+        eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
+        line = f"{self.args.env_id} step {step}/{self.total} ({100 * step // self.total}%) SPS {sps} ETA {eta}"
+        tags = ("charts/win_rate", "eval/win_rate") if self.is_smac else ("charts/episodic_return", "eval/episodic_return")
+        line += "".join(f" {tag.replace('charts/', '')} {self.latest[tag]:.2f}" for tag in tags if tag in self.latest)
+        print(
+            f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
         )
-        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, done_step, evals, eval_envs.is_smac)
-        writer.close()
-        envs.close()
-        eval_envs.close()
-        print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
-        if args.track:
-            wandb.finish(exit_code=130)
-        sys.stdout.flush()
-        # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
-        # teardown under it aborts or segfaults; every file is written and every child closed by now
-        os._exit(130)
-    progress.stop()
 
-    if args.save_model:
-        path = f"runs/{run_name}/{args.exp_name}.pt"
-        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
-        print(f"model saved to {path}")
-    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
-    envs.close()
-    eval_envs.close()
-    writer.close()
+    def end_iteration(self, iteration: int, seconds: float, stats: dict, episodes: dict, result: Optional[tuple]):
+        """Logs an iteration's statistics, its training episodes and its evaluation (win rate, return) if any."""
+        self.iteration, self.train_time = iteration, self.train_time + seconds
+        stats["charts/SPS"] = int((self.global_step - self.start_step) / self.train_time)
+        stats["charts/learning_rate"] = self.parts["actor_optimizer"].param_groups[0]["lr"]
+        if self.args.use_popart:
+            stats["popart/mean"], stats["popart/std"] = (x.item() for x in self.parts["critic"].popart.stats())
+        if episodes["finished"]:
+            returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
+            stats.update({"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()})
+            stats.update({"charts/win_rate": won.mean()} if self.is_smac else {})  # MPE has no win
+            episodes["finished"] = []
+        if result is not None:
+            self.evals.append([self.global_step, *result, time.time() - self.start_time])
+            stats.update({"eval/episodic_return": result[1], **({"eval/win_rate": result[0]} if self.is_smac else {})})
+        for tag, value in stats.items():
+            self.writer.add_scalar(tag, value, self.global_step)
+        self.latest.update(stats)
+        if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
+            self.save()
+        self.show_progress(self.global_step, force=iteration in (1, self.args.num_iterations))
+
+    def save(self):
+        """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""
+        ckpt = {name: part.state_dict() for name, part in self.parts.items()}
+        ckpt.update(format="cleanmappo", script=os.path.basename(__file__), args=asdict(self.args), run_name=self.run_name)
+        torch.save(dict(ckpt, global_step=self.global_step, iteration=self.iteration, evals=self.evals), f"{self.path}.tmp")
+        os.replace(f"{self.path}.tmp", self.path)
+
+    def finish(self, envs):
+        """The checkpoint (always after a stop or with --resume), the paper's eval summary (median of the last 10
+        evaluations, printed and written as JSON), every file flushed, every child process closed."""
+        print("\n" if sys.stdout.isatty() else "", end="", flush=True)
+        if self.signals or self.args.save_model or self.args.resume:
+            self.save()
+            print(f"checkpoint at step {self.global_step}: {self.path}")
+        if self.evals:
+            last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"  # step, win, return, time
+            summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
+            summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
+            summary["median_win_rate"] = float(np.median(last[:, 1])) if self.is_smac else None  # MPE has no win
+            keys = ("step", "win_rate", "episodic_return", "wall_time")
+            summary["evals"] = [{k: v for k, v in zip(keys, e) if self.is_smac or k != "win_rate"} for e in self.evals]
+            with open(path, "w") as f:
+                json.dump(summary, f, indent=1)
+            win = f"win rate {summary['median_win_rate']:.3f}, " if self.is_smac else ""
+            print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})")
+        self.writer.close()
+        envs.close()
+        self.eval_envs.close()
+        if self.args.track:
+            import wandb
+
+            wandb.finish(exit_code=130 if self.signals else 0)
+        if self.signals:
+            print(f"interrupted at step {self.global_step}, logs flushed", flush=True)
+            sys.exit(130)
+
+    def report(self, result: tuple[float, float]):
+        """--eval-only's output."""
+        self.eval_envs.close()
+        print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} greedy episodes")
+        print((f"win_rate={result[0]:.4f} " if self.is_smac else "") + f"episodic_return={result[1]:.4f}")
+
+
+if __name__ == "__main__":
+    train(*parse_args())

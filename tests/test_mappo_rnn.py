@@ -11,9 +11,9 @@ from conftest import ROOT, read_scalars, run_dirs
 SMALL = ["--no-cuda", "--num-envs", "4", "--update-epochs", "2", "--eval-episodes", "4"]
 # 3m episodes last 20-60 steps: with 64-step rollouts, chunks of 10 cross episode ends and the last chunk is padded
 RATIO_RUN = ["--env-id", "3m", *SMALL, "--num-steps", "64", "--total-timesteps", "768", "--eval-interval", "0"]
-STORE_LINE = "actor_hs[step] = next_actor_h  # be really careful about the index: the state that step t starts from"
-CRITIC_LINE = "critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t"
-RESET_LINE = "next_start = torch.from_numpy(done).to(device)"
+STORE_LINE = "actor_hs.append(actor_h)  # be really careful about the index: the state that step t starts from"
+CRITIC_LINE = "critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t"
+RESET_LINE = "start = torch.from_numpy(done).to(device)"
 
 
 def test_gru_resets_where_an_episode_starts_inside_a_chunk():
@@ -96,8 +96,9 @@ def test_bootstrap_values_match_a_step_by_step_scan(script):
     h0 = torch.randn(E, A, H)  # env 2's carried state
     with torch.no_grad():
         _, critic_out = critic.value(state, h0, starts)  # (T,E,A,H)
+    dones = (terminated, truncated) if script == "mappo_async_seed" else ((terminated | truncated)[-1], truncated)
     final_values, next_value = bootstrap_values(  # the final states of the truncated steps only, (n,A,S)
-        critic, critic_out, final_state[truncated], next_state, terminated, truncated
+        critic, critic_out, final_state[truncated], next_state, *dones
     )
     assert final_values.shape == (T, E, A) and next_value.shape == (E, A)
 
@@ -189,14 +190,14 @@ def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path, muta
     assert source.count(RESET_LINE) == 1, "the lines moved: update the test"
     if mutation == "actor":
         mutant = source.replace(STORE_LINE, "pass").replace(
-            "next_actor_h = next_actor_hs[0]\n",
-            "next_actor_h = next_actor_hs[0]\n" + " " * 20 + "actor_hs[step] = next_actor_h\n",
+            "actor_h = next_hs[0]\n",
+            "actor_h = next_hs[0]\n" + " " * 8 + "actor_hs.append(actor_h)\n",
         )
-        assert mutant.count("actor_hs[step] = next_actor_h") == 1
+        assert mutant.count("actor_hs.append(actor_h)") == 1
     elif mutation == "critic":
         mutant = source.replace(CRITIC_LINE, "critic_hs = critic_out")
     else:
-        mutant = source.replace(RESET_LINE, "next_start = torch.zeros(E, dtype=torch.bool, device=device)")
+        mutant = source.replace(RESET_LINE, "start = torch.zeros_like(start)")
     path = tmp_path / "mappo_rnn_mutant.py"
     path.write_text(mutant)
     ratio_devs, value_devs = first_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})
