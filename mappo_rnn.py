@@ -393,9 +393,10 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
             critic_optimizer.step()
 
     losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
-    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm, clipfrac=np.mean(clipfracs))
-    losses.update(first_ratio_dev=first_ratio_dev, first_value_dev=first_value_dev)
-    return {f"losses/{k}": float(v) for k, v in losses.items()}
+    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
+    stats = {f"losses/{k}": v.item() for k, v in losses.items()}
+    stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/first_value_dev": first_value_dev})
+    return dict(stats, **{"losses/clipfrac": np.mean(clipfracs)})
 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
@@ -600,7 +601,8 @@ class MPEVecEnv:
         act_dims = np.array([env.action_space(a).n for a in self.agents])
         E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(act_dims.max())
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        self.avail, self.alive = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)), np.ones((E, A), dtype=bool)
+        self.avail = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)).copy()  # (E,A,U): padding unavailable
+        self.alive = np.ones((E, A), dtype=bool)
 
     def _pack(self, obs_dicts: list) -> dict:  # one {agent: obs} per env -> the adapter's arrays
         obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
