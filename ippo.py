@@ -58,13 +58,13 @@ class Args:
     eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
-    env_id: str = "3m"  # a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), MPE (simple_spread_v3, ...)
+    env_id: str = "3m"  # a SMAX map (3m, 2s3z, ...), smaclite/<map> (2s3z, MMM2, ...), MPE (simple_spread_v3, ...) [ours]
     num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
     num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
     total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
     eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]
     eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
-    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores)
+    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
     num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
 
     # algorithm
