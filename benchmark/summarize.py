@@ -2,10 +2,11 @@
 side by side, one colour each), writes summary.md (the paper's
 protocol: per seed the median of the last 10 evaluations, then median and std over seeds; and per script the IQM of
 those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interval, the marl-eval protocol),
-summary.json, marl_eval.json (marl-eval's raw-data layout) and curves.png.
+summary.json (what README.md's tables are made of) and curves.png; with --marl-eval also marl_eval.json (marl-eval's
+raw-data layout, every evaluation of every run).
 
     python benchmark/summarize.py benchmark/results/mappo
-    python benchmark/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out benchmark/results/compare
+    python benchmark/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out /tmp/compare --marl-eval
 
 The files go to --out, by default the folder read (with several folders --out is required). Runs are grouped by
 script and env: keep one configuration of a script per summary.
@@ -106,7 +107,7 @@ def load(results_dirs: list):
     return runs
 
 
-def main(results_dirs, out_dir=None):
+def main(results_dirs, out_dir=None, marl_eval=False):
     results_dirs = [results_dirs] if isinstance(results_dirs, str) else list(results_dirs)
     if out_dir is None and len(results_dirs) > 1:
         sys.exit("several results folders: say where the files go with --out")
@@ -178,10 +179,11 @@ def main(results_dirs, out_dir=None):
         f.write(md)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(table, f, indent=1)
-    with open(os.path.join(out_dir, "marl_eval.json"), "w") as f:
-        json.dump(marl_eval_json(runs), f)
+    if marl_eval:
+        with open(os.path.join(out_dir, "marl_eval.json"), "w") as f:
+            json.dump(marl_eval_json(runs), f)
     plot(runs, os.path.join(out_dir, "curves.png"))
-    print(md + f"wrote {out_dir}/summary.md, summary.json, marl_eval.json, curves.png")
+    print(md + f"wrote {out_dir}/summary.md, summary.json, curves.png" + (", marl_eval.json" if marl_eval else ""))
 
 
 def mean_and_spread(curves: list, points: int = 200):
@@ -228,11 +230,17 @@ def plot(runs, path):
     fig.suptitle("mean over seeds, shaded: min to max", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(path) as image:  # 32 colours: a third of the file, the same plot
+        image = image.convert("RGB").quantize(colors=32, method=Image.Quantize.MEDIANCUT)
+    image.save(path, optimize=True)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dirs", nargs="*", default=["benchmark/results/mappo"], help="folders holding runs/")
     parser.add_argument("--out", default=None, help="where the files go (default: the one folder read)")
+    parser.add_argument("--marl-eval", action="store_true", help="also write marl_eval.json")
     cli = parser.parse_args()
-    main(cli.results_dirs, cli.out)
+    main(cli.results_dirs, cli.out, cli.marl_eval)

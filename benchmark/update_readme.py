@@ -1,38 +1,178 @@
-"""Pastes benchmark outputs into README.md between `<!-- NAME: made by benchmark/ -->` and `<!-- end NAME -->`, so
-the README's results are the files that benchmark/ wrote, never typed by hand.
+"""Writes the generated parts of README.md, so that no number in it is typed by hand:
 
-    python benchmark/update_readme.py results=benchmark/results/acceptance/summary.md,benchmark/results/throughput.md
+- between `<!-- gen NAME ARGS -->` and `<!-- /gen -->`, what the generator NAME makes of files in benchmark/results (or,
+  for `lines` and `diff`, of the scripts themselves);
+- the line numbers of links into the scripts, written `[text](mappo.py#L123 "def compute_gae")`: the title is the
+  text of the line the link points to, and the number is rewritten to the first line that contains it.
+
+    python benchmark/update_readme.py           # rewrite README.md
+    python benchmark/update_readme.py --check   # exit 1 if README.md is not what this would write (tests run this)
 """
 
+import argparse
+import json
 import os
 import re
+import subprocess
 import sys
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmark", "results")
 
 
-def main(specs):
+def load(rel: str):
+    with open(os.path.join(RESULTS, rel)) as f:
+        return json.load(f)
+
+
+def lines(script: str) -> str:
+    """the number of lines of a script"""
+    with open(os.path.join(ROOT, script)) as f:
+        return str(sum(1 for _ in f))
+
+
+def diff(script: str) -> str:
+    """the changed lines between mappo.py and a script: `diff mappo.py SCRIPT | grep -cE '^[<>]'`"""
+    out = subprocess.run(["diff", "mappo.py", script], cwd=ROOT, capture_output=True, text=True).stdout
+    return str(sum(line.startswith(("<", ">")) for line in out.splitlines()))
+
+
+def pct(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def results(family: str) -> str:
+    """One table per script: our runs (benchmark/results/FAMILY/summary.json, written by summarize.py) beside the
+    same-environment anchors of benchmark/results/anchors.json, each with its budget and metric; StarCraft II numbers
+    in their own column."""
+    rows, anchors = [r for r in load(f"{family}/summary.json") if "env_id" in r], load("anchors.json")
+    ours_jaxmarl = jaxmarl_greedy_medians()
+    head = [
+        "| env | env steps | seeds | ours: median over seeds (min to max) | same env, SMAX: value (budget, metric) "
+        "| MAPPO paper, StarCraft II (10M) |",
+        "|---|---|---|---|---|---|",
+    ]
+    out = []
+    for r in sorted(rows, key=lambda r: (r["env_id"].startswith("simple_"), r["env_id"])):
+        env, scores = r["env_id"], r["scores"]
+        unit = " %" if r["metric"].startswith("win") else ""
+        spread = f" ({pct(min(scores))} to {pct(max(scores))})" if len(scores) > 1 else ""
+        same = [f"{a['name']} ~{a['value']} % ({a['budget']}, {a['metric']})" for a in anchors["smax"].get(env, [])]
+        if env == "3m" and ours_jaxmarl:
+            spread_j = f"({pct(min(ours_jaxmarl))} to {pct(max(ours_jaxmarl))})"
+            same.append(f"JaxMARL MAPPO run here: {pct(np.median(ours_jaxmarl))} % {spread_j} (≤1.2M, greedy)")
+        paper = anchors["sc2_paper"].get(family if family == "ippo" else "mappo", {}).get(env, "-")
+        steps = f"{min(r['env_steps']) / 1e6:.2g}M"
+        out.append(
+            f"| {env} | {steps} | {len(scores)} | {pct(r['median'])}{unit}{spread} | {'; '.join(same) or '-'} | {paper} |"
+        )
+    png = f"benchmark/results/{family}/curves.png"
+    plot = f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
+    return "\n".join(head + out) + plot
+
+
+def jaxmarl_pairs() -> list[dict]:
+    """The seed pairs of benchmark/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
+    this machine), one summary.json per folder benchmark/results/jaxmarl_compare*."""
+    return [load(f"{d}/summary.json") for d in sorted(os.listdir(RESULTS)) if d.startswith("jaxmarl_compare")]
+
+
+def jaxmarl_greedy_medians() -> list[float]:
+    """Per JaxMARL run: the median of the greedy win rates (%) of the actors of its last 10 updates."""
+    return [100 * float(np.median([row[2] for row in pair["jaxmarl"]["eval"][-10:]])) for pair in jaxmarl_pairs()]
+
+
+def jaxmarl() -> str:
+    """Time from launch to a first greedy evaluation >= the threshold, and to a mean over the evaluations of a window."""
+
+    def at(point) -> str:
+        return "not reached" if point is None else f"{point[1]:.0f} s ({point[0] / 1e3:.0f}k steps)"
+
+    def ratio(ours, theirs) -> str:
+        return f"{ours[1] / theirs[1]:.2f}" if ours and theirs else "-"
+
+    pair = jaxmarl_pairs()[0]
+    thr, win = pair["threshold"], pair["eval_window_s"]
+    out = [
+        f"| seeds (JaxMARL, ours) | first greedy eval >= {thr}: JaxMARL | ours | ours / JaxMARL "
+        f"| mean of the last {win:.0f} s of evals >= {thr}: JaxMARL | ours | ours / JaxMARL |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for pair in jaxmarl_pairs():
+        j, o = pair["jaxmarl"], pair["ours"]
+        seeds = f"{j['cmd'].split('--seed ')[1].split()[0]}, {o['cmd'].split('--seed ')[1].split()[0]}"
+        out.append(
+            f"| {seeds} | {at(j['first_eval'])} | {at(o['first_eval'])} | {ratio(o['first_eval'], j['first_eval'])} "
+            f"| {at(j['first_eval_window'])} | {at(o['first_eval_window'])} "
+            f"| {ratio(o['first_eval_window'], j['first_eval_window'])} |"
+        )
+    return "\n".join(out)
+
+
+def install() -> str:
+    """What the two install lines download (benchmark/install_size.py)."""
+    r = load("install.json")
+    return (
+        f"Downloads, measured with `python benchmark/install_size.py` on Python {r['python']}: about "
+        f"{r['cpu_install_mb']} MB for the CPU-only lines (torch's CPU wheel is {r['torch_cpu_mb']} MB), about "
+        f"{r['gpu_install_mb'] / 1e3:.1f} GB for the GPU line (CUDA libraries included)."
+    )
+
+
+def throughput() -> str:
+    """mappo.py's training throughput beside raw env stepping (benchmark/throughput.py)."""
+    rows = load("throughput.json")
+    out = [
+        "| env | envs | raw env SPS | mappo.py SPS | ratio | s per iteration: env / update / rest |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        split = f"{r['env_s']:.2f} / {r['update_s']:.2f} / {r['other_s']:.2f}"
+        out.append(f"| {r['env_id']} | {r['num_envs']} | {r['raw_sps']:.0f} | {r['sps']:.0f} | {r['ratio']:.2f} | {split} |")
+    return "\n".join(out)
+
+
+GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
+BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
+LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
+
+
+def render(readme: str) -> str:
+    def block(m: re.Match) -> str:
+        name, args, old = m.group(1), m.group(2).split(), m.group(3)
+        new = GENERATORS[name](*args)
+        if "\n" in old or "\n" in new:  # a block: the generated text on lines of its own
+            new = f"\n{new}\n"
+        return f"<!-- gen {name}{m.group(2)} -->{new}<!-- /gen -->"
+
+    def link(m: re.Match) -> str:
+        script, text = m.group(1), m.group(3)
+        with open(os.path.join(ROOT, script)) as f:
+            found = [i for i, line in enumerate(f, 1) if text in line]
+        if not found:
+            sys.exit(f"README.md links to {script} at a line with {text!r}, which it no longer has")
+        return f']({script}#L{found[0]} "{text}")'
+
+    return LINK.sub(link, BLOCK.sub(block, readme))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
+    opts = parser.parse_args()
     path = os.path.join(ROOT, "README.md")
     with open(path) as f:
         readme = f.read()
-    for spec in specs:
-        name, files = spec.split("=", 1)
-        parts = []
-        for rel in files.split(","):
-            with open(os.path.join(ROOT, rel)) as f:
-                parts.append(f"From `{rel}`:\n\n" + f.read().strip())
-            png = os.path.join(os.path.dirname(rel), "curves.png")
-            if rel.endswith("summary.md") and os.path.exists(os.path.join(ROOT, png)):
-                parts.append(f"![eval curves]({png})")
-        start, end = f"<!-- {name}: made by benchmark/ -->", f"<!-- end {name} -->"
-        block = f"{start}\n" + "\n\n".join(parts) + f"\n{end}"
-        pattern = re.escape(start) + r"(.*?" + re.escape(end) + r")?"
-        readme, n = re.subn(pattern, lambda _: block, readme, count=1, flags=re.S)
-        if n != 1:
-            sys.exit(f"README.md has no marker {start}")
+    new = render(readme)
+    if opts.check:
+        if new != readme:
+            sys.exit("README.md is not what benchmark/update_readme.py writes: run it and commit the result")
+        return
     with open(path, "w") as f:
-        f.write(readme)
+        f.write(new)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
