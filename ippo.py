@@ -765,7 +765,8 @@ class Run:
         self.writer = SummaryWriter(f"runs/{self.run_name}")
         table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
         self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-        for sig in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+        self.handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # put back at the end
+        for sig in self.handlers:  # also where a shell started us with SIGINT ignored (cmd &)
             signal.signal(sig, self.stop)
         if self.total != self.args.total_timesteps:
             print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
@@ -786,9 +787,10 @@ class Run:
             return
         self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
         eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
-        line = f"{self.args.env_id} step {step}/{self.total} ({100 * step // self.total}%) SPS {sps} ETA {eta}"
-        tags = ("charts/win_rate", "eval/win_rate") if self.is_smac else ("charts/episodic_return", "eval/episodic_return")
-        line += "".join(f" {tag.replace('charts/', '')} {self.latest[tag]:.2f}" for tag in tags if tag in self.latest)
+        tag = "win_rate" if self.is_smac else "episodic_return"  # of the last rollout's episodes, of the last evaluation
+        scores = {"win" if self.is_smac else "return": f"charts/{tag}", "eval": f"eval/{tag}"}
+        scores = "".join(f" {name} {self.latest[t]:.2f}" for name, t in scores.items() if t in self.latest)
+        line = f"step {step}/{self.total} SPS {sps} ETA {eta}{scores} | {self.args.env_id}"  # 80 columns show all but the id
         print(
             f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
         )
@@ -843,6 +845,8 @@ class Run:
         self.writer.close()
         envs.close()
         self.eval_envs.close()
+        for sig, handler in self.handlers.items():
+            signal.signal(sig, handler)
         if self.args.track:
             import wandb
 

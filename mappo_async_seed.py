@@ -80,7 +80,7 @@ class Args:
     wandb_entity: Optional[str] = None
     """the W&B entity (team)"""
     save_model: bool = False
-    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C always writes one)"""
+    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C or --resume always write one)"""
     save_interval: int = 0
     """also write that checkpoint every N updates, so that a run killed without Ctrl-C can --resume (0: off)"""
     resume: Optional[str] = None
@@ -1479,9 +1479,14 @@ if __name__ == "__main__":
         TimeRemainingColumn(),
         disable=not sys.stdout.isatty(),
     )
+    if args.num_iterations * args.batch_size != args.total_timesteps:
+        print(
+            f"--total-timesteps {args.total_timesteps} is rounded down to whole rollouts: {args.num_iterations * args.batch_size}"
+        )
     task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
     iteration = done_iteration = start_iteration - 1
     done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
+    printed = 0.0  # when the last piped progress line was printed
     try:
         progress.start()
         for iteration in range(start_iteration, args.num_iterations + 1):
@@ -1717,9 +1722,8 @@ if __name__ == "__main__":
                     path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals
                 )
             progress.update(task, completed=global_step, info=info)
-            if progress.disable and (
-                iteration % max(1, args.num_iterations // 20) == 0 or iteration in (start_iteration, args.num_iterations)
-            ):
+            if progress.disable and (time.time() - printed >= 30 or iteration in (start_iteration, args.num_iterations)):
+                printed = time.time()  # piped: a line every 30 s, or every iteration if one takes longer
                 print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
     except (KeyboardInterrupt, RunFailed) as e:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
@@ -1750,7 +1754,7 @@ if __name__ == "__main__":
         progress.stop()
         stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
 
-    if args.save_model:
+    if args.save_model or args.resume:  # a resumed run keeps its checkpoint up to date
         path = f"runs/{run_name}/{args.exp_name}.pt"
         save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
         print(f"model saved to {path}")

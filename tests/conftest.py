@@ -1,19 +1,55 @@
 import glob
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# One persistent JAX compilation cache for the whole session, in this process (set before anything imports jax) and in
+# every script the tests start: SMAX compiles once.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="cleanmappo_jax_cache_"))
 
 
 @pytest.fixture(scope="session")
-def jax_cache(tmp_path_factory):
-    """One persistent JAX compilation cache for every script the tests start: SMAX compiles once."""
-    return str(tmp_path_factory.mktemp("jax_cache"))
+def jax_cache():
+    return os.environ["JAX_COMPILATION_CACHE_DIR"]
+
+
+def load_script(script) -> object:
+    """A script as a module: mappo.py -> the module mappo; a path (a mutant written by a test) -> a module of its own"""
+    script = str(script)
+    if os.path.dirname(script) in ("", str(ROOT)):
+        return importlib.import_module(os.path.basename(script)[: -len(".py")])
+    spec = importlib.util.spec_from_file_location(Path(script).stem, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def train(tmp_path, monkeypatch):
+    """train("mappo.py", "--env-id", "3m", ...): the script's parse_args and train in this process, in tmp_path (no
+    interpreter start-up, SMAX from the compilation cache) -> its exit status, 0 when train returned."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(script, *flags) -> int:
+        module = load_script(script)
+        if not hasattr(module, "train"):  # a script without a train function runs as a command
+            cmd = [sys.executable, str(ROOT / script), *map(str, flags)]
+            return subprocess.run(cmd, cwd=tmp_path, capture_output=True, timeout=900).returncode
+        try:
+            module.train(*module.parse_args([str(f) for f in flags]))
+        except SystemExit as e:
+            return e.code
+        return 0
+
+    return run
 
 
 @pytest.fixture

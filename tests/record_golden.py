@@ -40,25 +40,24 @@ def command(script: str, env_id: str) -> list[str]:
     return [script, "--env-id", env_id, *COMMON, *ENV_FLAGS[env_id], *SCRIPTS[script]]
 
 
-def logged(script: str, env_id: str, env: dict | None = None) -> dict[str, list[list[float]]]:
-    """Runs one case in a temporary folder -> {tag: [[step, value], ...]}, timings left out."""
+def scalars(run_dir) -> dict[str, list[list[float]]]:
+    """A run's TensorBoard scalars -> {tag: [[step, value], ...]}, timings left out."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    timings = ("time/", "stats/time_", "charts/SPS")
+    tags = [t for t in acc.Tags()["scalars"] if not t.startswith(timings)]
+    return {t: [[e.step, e.value] for e in acc.Scalars(t)] for t in sorted(tags)}
+
+
+def logged(script: str, env_id: str) -> dict[str, list[list[float]]]:
+    """Runs one case as a command, in a temporary folder -> its scalars"""
     with tempfile.TemporaryDirectory() as cwd:
-        subprocess.run(
-            [sys.executable, str(ROOT / script), *command(script, env_id)[1:]],
-            cwd=cwd,
-            check=True,
-            capture_output=True,
-            timeout=900,
-            env=env,
-        )
+        cmd = [sys.executable, str(ROOT / script), *command(script, env_id)[1:]]
+        subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, timeout=900)
         [run_dir] = (Path(cwd) / "runs").iterdir()
-        acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-        acc.Reload()
-        timings = ("time/", "stats/time_", "charts/SPS")
-        tags = [t for t in acc.Tags()["scalars"] if not t.startswith(timings)]
-        return {t: [[e.step, e.value] for e in acc.Scalars(t)] for t in sorted(tags)}
+        return scalars(run_dir)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ def test_server_keeps_hidden_states_per_slot():
         assert np.abs(stored[1:]).max() > 1e-3  # non-trivial states: a zero stored state could not pass above
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 @pytest.mark.parametrize("mode", ["serial", "async"])
 def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
     """--no-async never lags: every update's first mini-batch has ratio 1. Async: the first update (the clients acted
@@ -100,6 +101,7 @@ def test_ratio_is_one_at_zero_policy_lag(run_script, tmp_path, mode):
         assert bad.returncode == 2 and "do not match these flags" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 @pytest.mark.parametrize("mutation", ["late", "no_reset"])
 def test_ratio_test_catches_a_hidden_state_one_step_late(run_script, tmp_path, mutation):
     """The server storing the state after step t (instead of the one entering it), or never resetting the state

@@ -166,7 +166,7 @@ def test_segment_records_outcomes_and_bootstrap():
     assert len(episodes) == 1 and episodes[0][0] == 1 + 2 and episodes[0][2] is True  # env 0: return 3, won
 
 
-@pytest.mark.parametrize("mode", ["async", "serial"])
+@pytest.mark.parametrize("mode", ["async", pytest.param("serial", marks=pytest.mark.slow)])  # serial: tests/test_golden.py
 def test_smoke_and_clean_end(run_script, tmp_path, mode):
     flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
     run_script(SCRIPT, *flags, timeout=300, env=own_tmpdir(tmp_path))
@@ -184,6 +184,7 @@ def test_smoke_and_clean_end(run_script, tmp_path, mode):
         assert len(scalars["losses/first_ratio_dev"]) == 2 and all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 @pytest.mark.parametrize("env_id", ["simple_spread_v3", "simple_speaker_listener_v4", "smaclite/2s3z"])
 def test_smoke_other_backends(run_script, tmp_path, env_id):
     """The MPE and SMAClite adapters in the clients: 4 envs = 2 clients x 2 splits x 1 env, two updates"""
@@ -202,6 +203,7 @@ def test_smoke_other_backends(run_script, tmp_path, env_id):
     assert (summary["median_win_rate"] is None) == ("win_rate" not in summary["evals"][0]) == env_id.startswith("simple_")
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     run_script(SCRIPT, *SMALL, "--total-timesteps", "512", "--save-model", "--seed", "3", timeout=300)
     [run] = run_dirs(tmp_path)
@@ -212,7 +214,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     assert "popart.running_mean" in ckpt["critic"] and ckpt["actor_optimizer"]["state"]
 
     # resume: the checkpoint's args are the defaults; iterations, step counter and run directory continue
-    run_script(SCRIPT, "--resume", path, "--total-timesteps", "1024", "--save-model", timeout=300)
+    run_script(SCRIPT, "--resume", path, "--total-timesteps", "1024", timeout=300)  # saves without --save-model
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     assert run_dirs(tmp_path) == [run]
     steps = [s for s, _ in read_scalars(run)["charts/SPS"]]
@@ -252,6 +254,7 @@ def kill_run(proc: subprocess.Popen, cwd) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_a_learner_busy_longer_than_the_rpc_timeout_keeps_its_clients(run_script, tmp_path):
     """While the learner updates, the server holds the clients' requests (its ready queue is full). An update that
     takes longer than --rpc-timeout used to time the clients out, which ended the run (exit 1); now they wait."""
@@ -274,6 +277,7 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
     assert torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)["iteration"] >= 1
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
     """SIGTERM as soon as the clients are started (the learner then blocks in the RPC rendezvous, where no Python
     handler runs): the learner ends at once and its clients with it, though they wait in the rendezvous too (or are
@@ -294,6 +298,7 @@ def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
         kill_run(proc, tmp_path)
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_killed_client_is_noticed(tmp_path, jax_cache):
     proc = start_long_run(tmp_path, jax_cache)
     [victim, *_] = client_pids(tmp_path)
@@ -327,6 +332,7 @@ def test_a_server_batch_that_can_never_fill_exits_2(capfd):
     assert m.parse_args([*flags, "--num-clients", "1", "--role", "client", "--rank", "1"])[0].server_batch == 3
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_rendezvous_errors_exit_2(tmp_path, jax_cache):
     """A learner whose --master-port is taken, and a client with no learner to meet: exit 2 with a message."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
@@ -369,6 +375,7 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+@pytest.mark.slow  # long multi-process runs: python -m pytest tests -m slow
 def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
     """The learner and two clients started as separate commands, as on three hosts, against 127.0.0.1."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)

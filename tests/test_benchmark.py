@@ -1,6 +1,5 @@
-"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
-benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, benchmark/episode_outcomes.py's
-counting on a hand-made env, and benchmark/scripted_smax.py's reference policies on SMAX 3m."""
+"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes) and
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one."""
 
 import json
 import os
@@ -49,7 +48,7 @@ def results(tmp_path):
         write_run(tmp_path, env_id, seed, wins)
     write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
     write_run(tmp_path, "3m", 4, [1.0] * 10, budget=10**9)  # stopped before its budget: left out of every result
-    summarize.main(str(tmp_path))
+    summarize.main(str(tmp_path), marl_eval=True)
     return tmp_path
 
 
@@ -150,77 +149,10 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     assert run_dirs(tmp_path) == [run]  # the same run went on
     ckpt = torch.load(ckpt_path, weights_only=True)
     assert ckpt["iteration"] == 3 and ckpt["global_step"] == 300 and len(ckpt["evals"]) == 3
-    # and it ends in the table, the plot and the marl-eval JSON, from that run
+    # and it ends in the table and the plot, from that run
     table = (tmp_path / "summary.md").read_text()
     assert "| mappo | simple_spread_v3 | 1 | 300 | team return |" in table, table
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    marl_eval = json.loads((tmp_path / "marl_eval.json").read_text())
-    assert len(marl_eval["mpe"]["simple_spread_v3"]["mappo"]["run_0"]) == 3 + 1  # 3 evaluations + absolute_metrics
     second = bench()
     assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]
-
-
-class EndingsEnv:
-    """Hand-made env, 4 envs x 2 agents: env e ends every e+2 steps; env 3 by the time limit, envs 0 and 2 won (env 0
-    with both allies alive, the others with one)."""
-
-    is_smac, num_envs, num_agents, obs_dim, num_actions = True, 4, 2, 3, 2
-
-    def reset(self) -> dict:
-        self.t = np.zeros(self.num_envs, dtype=int)
-        return self.observe()
-
-    def observe(self) -> dict:
-        return dict(obs=np.zeros((4, 2, 3), np.float32), avail=np.ones((4, 2, 2), bool))
-
-    def step(self, actions) -> dict:
-        self.t += 1
-        end = self.t == np.arange(4) + 2
-        self.t[end] = 0
-        truncated = end & (np.arange(4) == 3)
-        won = end & (np.arange(4) % 2 == 0)
-        final_alive = np.array([[1, 1], [1, 0], [1, 0], [1, 0]], bool)
-        return dict(self.observe(), terminated=end & ~truncated, truncated=truncated, won=won, final_alive=final_alive)
-
-
-def test_episode_outcomes_counts_each_envs_first_episodes():
-    import episode_outcomes
-    import mappo
-
-    actor = mappo.Actor(3 + 2, 2)
-    rows = episode_outcomes.outcomes(actor, EndingsEnv(), num_episodes=7)  # 2 per env, the first 7 in env order
-    one_round = [[1, 0, 2, 2], [0, 0, 1, 3], [1, 0, 1, 4], [0, 1, 1, 5]]  # won, time limit, alive, length
-    one_round = [row + [-1, -1] for row in one_round]  # enemy side: not a SMAX env
-    assert rows.tolist() == one_round + one_round[:3]
-
-
-def test_episode_outcomes_reads_the_enemy_side_of_a_smax_state():
-    """At a reset of 3m every enemy is alive at full health; killing one and halving another shows in the count and
-    the summed health, which is how a loss by a narrow margin is told from a draw."""
-    import episode_outcomes
-    import mappo
-
-    envs = mappo.make_env("3m", 2, seed=0)
-    state = envs.reset()["env_state"][0].copy()  # (S,)
-    assert episode_outcomes.enemy_side(state) == (3, 3.0)
-    F, n = episode_outcomes.SMAX_UNIT_FEATURES, 6  # 3 allies, then 3 enemies
-    assert state[n * F : n * F + n].tolist() == [0, 0, 0, 1, 1, 1]  # the teams, where enemy_side reads them
-    state[3 * F : 4 * F] = 0  # the first enemy dead: all its features zero
-    state[4 * F] = 0.5
-    assert episode_outcomes.enemy_side(state) == (2, 1.5)
-    state[0 * F] = 0.25  # an ally's health is not the enemy's
-    assert episode_outcomes.enemy_side(state) == (2, 1.5)
-
-
-def test_scripted_smax_policies_on_3m():
-    """The mirror of the enemy's rule is an even fight on the symmetric 3m (a wrong attack index or move direction
-    breaks that), every action it takes is available, and focus fire on the weakest enemy beats it."""
-    import scripted_smax
-
-    mirror = scripted_smax.win_rates("3m", "mirror", num_episodes=512)
-    focus = scripted_smax.win_rates("3m", "focus", num_episodes=512)
-    for result in (mirror, focus):
-        assert result["all_actions_available"] and result["ended"] == 1.0
-    assert 0.4 <= mirror["win_rate"] <= 0.6
-    assert focus["win_rate"] >= mirror["win_rate"] + 0.08

@@ -1,29 +1,44 @@
-"""The restructured scripts log the same numbers as before: every non-timing TensorBoard scalar of a few updates
+"""The scripts log the same numbers as before the restructure: every non-timing TensorBoard scalar of a few updates
 (losses, PopArt statistics, training episodes, greedy evaluations) against tests/golden/, recorded by
-tests/record_golden.py at the commit named in each file."""
+tests/record_golden.py at the commit named in each file. Each case is also the script's smoke test on that env: the
+step counter, the first ratio, the evaluation summary."""
 
 import json
-import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import smaclite_missing
-from record_golden import ENV_FLAGS, GOLDEN, SCRIPTS, case_name, command, logged
+from conftest import run_dirs, smaclite_missing
+from record_golden import ENV_FLAGS, GOLDEN, SCRIPTS, case_name, command, scalars
 
 CASES = [(script, env_id) for script in SCRIPTS for env_id in ENV_FLAGS]
 
 
 @pytest.mark.parametrize("script, env_id", CASES, ids=[case_name(*c) for c in CASES])
-def test_same_numbers_as_recorded(script, env_id, jax_cache):
+def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
     if env_id.startswith("smaclite/") and smaclite_missing():
         pytest.skip(smaclite_missing())
     golden = json.loads((GOLDEN / f"{case_name(script, env_id)}.json").read_text())
     assert golden["command"] == command(script, env_id), "the recorded case was run with other flags"
-    now = logged(script, env_id, env=dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache))
+    assert train(*command(script, env_id)) == 0
+    [run] = run_dirs(tmp_path)
+    now = scalars(run)
     assert sorted(now) == sorted(golden["scalars"]), "the set of logged tags changed"
     for tag, rows in golden["scalars"].items():
         steps, values = np.array(rows).T
         now_steps, now_values = np.array(now[tag]).T
         np.testing.assert_array_equal(now_steps, steps, err_msg=tag)
         np.testing.assert_allclose(now_values, values, rtol=1e-4, atol=1e-6, err_msg=tag)
+
+    # smoke: global_step counts env steps, one evaluation per update, and the PPO detail that the ratio is exactly 1
+    # on the first mini-batch of the first epoch of every update
+    cmd = command(script, env_id)
+    num_envs, num_steps, total = (int(cmd[cmd.index(flag) + 1]) for flag in ("--num-envs", "--num-steps", "--total-timesteps"))
+    batch = num_envs * num_steps
+    assert [s for s, _ in now["losses/value_loss"]] == list(range(batch, total + 1, batch))
+    assert all(v <= 1e-6 for _, v in now["losses/first_ratio_dev"])
+    summary = json.loads((Path(run) / "eval_summary.json").read_text())
+    is_smac = not env_id.startswith("simple_")
+    assert summary["global_step"] == total and len(summary["evals"]) == total // batch
+    assert (summary["median_win_rate"] is not None) == is_smac and ("win_rate" in summary["evals"][0]) == is_smac

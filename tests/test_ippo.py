@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import torch
 
 import ippo
@@ -22,19 +23,21 @@ def test_critic_input_is_local_observation_and_id():
     assert torch.equal(z[1, 2], torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]))
 
 
-def test_critic_width_in_checkpoints(run_script, tmp_path):
+def test_critic_width_in_checkpoints(train, tmp_path, capsys):
     """On 3m (obs 75, SMAX world state 72, 3 agents) IPPO's critic reads 75 + 3 inputs, MAPPO's 72 + 75 + 3."""
     for script, width in (("ippo.py", 78), ("mappo.py", 150)):
-        run_script(script, "--env-id", "3m", *SMALL, "--total-timesteps", "128", "--save-model", "--eval-interval", "0")
+        assert train(script, "--env-id", "3m", *SMALL, "--total-timesteps", "128", "--save-model", "--eval-interval", "0") == 0
         name = script.removesuffix(".py")
         [path] = [Path(d) / f"{name}.pt" for d in run_dirs(tmp_path) if f"__{name}__" in d]
         ckpt = torch.load(path, weights_only=True)
         assert ckpt["critic"]["body.0.weight"].shape == (width,)  # the input LayerNorm
         assert ckpt["actor"]["body.0.weight"].shape == (78,)
-    proc = run_script("ippo.py", "--eval-only", path, check=False)  # mappo's checkpoint: refused, not a traceback
-    assert proc.returncode == 2 and "written by mappo.py" in proc.stderr
+    capsys.readouterr()
+    assert train("ippo.py", "--eval-only", path) == 2  # mappo's checkpoint: refused, not a traceback
+    assert "written by mappo.py" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_learns_smax_3m(run_script, tmp_path):
     """Fixed seed and step budget: greedy eval win rate reaches 0.8 within 480k env steps."""
     run_script("ippo.py", "--env-id", "3m", "--seed", "1", "--total-timesteps", "480000", "--eval-interval", "5", "--no-cuda")

@@ -66,9 +66,9 @@ def test_to_chunks_order_and_padding():
     assert torch.equal(hs, chunks[0])
 
 
-def first_devs(run_script, tmp_path, script="mappo_rnn.py", extra=(), env=None) -> tuple[list[float], list[float]]:
+def first_devs(train, tmp_path, script="mappo_rnn.py", extra=()) -> tuple[list[float], list[float]]:
     """-> per update: max |ratio - 1| and max |new value - rollout value| (normalised) on the first mini-batch"""
-    run_script(script, *RATIO_RUN, *extra, env=env)
+    assert train(script, *RATIO_RUN, *extra) == 0
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
     ended = sum(v for _, v in scalars.get("charts/episodic_length", [])) > 0
@@ -174,14 +174,14 @@ def test_evaluation_starts_every_episode_from_a_zero_hidden_state(monkeypatch):
 
 
 @pytest.mark.parametrize("minibatches", ["1", "3"])
-def test_ratio_is_one_on_the_first_minibatch(run_script, tmp_path, minibatches):
-    ratio_devs, value_devs = first_devs(run_script, tmp_path, extra=["--num-minibatches", minibatches])
+def test_ratio_is_one_on_the_first_minibatch(train, tmp_path, minibatches):
+    ratio_devs, value_devs = first_devs(train, tmp_path, extra=["--num-minibatches", minibatches])
     assert len(ratio_devs) == 3 and max(ratio_devs) <= 1e-6, ratio_devs
     assert max(value_devs) <= 1e-4, value_devs  # the critic's chunks rebuild its hidden states too (PopArt rounding)
 
 
 @pytest.mark.parametrize("mutation", ["actor", "critic", "reset"])
-def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path, mutation):
+def test_ratio_test_catches_a_hidden_state_off_by_one(train, tmp_path, mutation):
     """The same run with a stored hidden state shifted by one step (the state after step t stored for step t), or with
     a rollout that never resets the actor's state when an episode ends (training takes its resets from the dones): the
     first ratio (actor, reset) or the first value (critic) must then be visibly off, so the test above can fail."""
@@ -200,13 +200,14 @@ def test_ratio_test_catches_a_hidden_state_off_by_one(run_script, tmp_path, muta
         mutant = source.replace(RESET_LINE, "start = torch.zeros_like(start)")
     path = tmp_path / "mappo_rnn_mutant.py"
     path.write_text(mutant)
-    ratio_devs, value_devs = first_devs(run_script, tmp_path, script=str(path), env={"PYTHONPATH": str(ROOT)})
+    ratio_devs, value_devs = first_devs(train, tmp_path, script=path)
     if mutation in ("actor", "reset"):
         assert min(ratio_devs) > 1e-3, ratio_devs
     else:
         assert max(ratio_devs) <= 1e-6 and min(value_devs) > 1e-3, (ratio_devs, value_devs)
 
 
+@pytest.mark.slow
 def test_learns_smax_3m(run_script, tmp_path):
     """Fixed seed and step budget, the paper's 3m settings. The measured run (benchmark/results/rnn_acceptance, same
     seed) had at these evaluations: max 0.84, mean of the last 5 0.77; the thresholds leave room for other CPUs."""

@@ -173,3 +173,36 @@ def test_frame_stack_order_and_episode_reset():
     np.testing.assert_array_equal(out["final_obs"][1, 0], [0, 1, 2])  # the stack that ended env 1's episode
     out = envs.step(np.zeros((2, 1)))
     np.testing.assert_array_equal(out["obs"][:, 0], [[1, 2, 3], [0, 0, 1]])
+
+
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
+def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypatch, capsys):
+    """Piped (capsys is no terminal), a progress line comes at once, then none for 30 s, then the next; on an
+    80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id."""
+    import importlib
+    import shutil
+    import sys
+    from types import SimpleNamespace
+
+    module = importlib.import_module(script[: -len(".py")])
+    run = module.Run.__new__(module.Run)  # only what show_progress reads
+    run.args, run.total, run.is_smac, run.printed = SimpleNamespace(env_id="smaclite/3s5z_vs_3s6z"), 10_000_000, True, 0.0
+    run.latest = {"charts/SPS": 12345, "charts/win_rate": 0.5, "eval/win_rate": 0.25}
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "time", lambda: now[0])
+    printed = []
+    for step, seconds in ((3200, 0), (6400, 29.9), (9600, 0.2), (12800, 29.9)):
+        now[0] += seconds
+        run.show_progress(step)
+        printed.append(capsys.readouterr().out)
+    assert [bool(out) for out in printed] == [True, False, True, False]
+    assert printed[2] == "step 9600/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25 | smaclite/3s5z_vs_3s6z\n"
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: shutil.os.terminal_size((80, 24)))
+    run.show_progress(12800, force=True)
+    line = capsys.readouterr().out.removeprefix("\r\033[K")
+    assert len(line) <= 79 and line.startswith("step 12800/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25"), line
+    run.is_smac, run.latest = False, {"charts/SPS": 12345, "charts/episodic_return": -123.456, "eval/episodic_return": -99.0}
+    run.show_progress(12800, force=True)
+    assert capsys.readouterr().out.startswith("\r\033[Kstep 12800/10000000 SPS 12345 ETA 0:13:29 return -123.46 eval -99.00")
