@@ -241,9 +241,9 @@ def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line, deadline = "", time.time() + 300
-    while time.time() < deadline and "step" not in line:
+    while time.time() < deadline and not line.startswith("3m step "):  # a progress line, not the rounding note
         line = proc.stdout.readline()
-    assert "step" in line and client_pids(tmp_path), line
+    assert line.startswith("3m step ") and client_pids(tmp_path), line
     return proc
 
 

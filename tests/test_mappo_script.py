@@ -321,7 +321,8 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+# the three scripts share the stop code: ippo.py and mappo_rnn.py in the slow tier, for CI's time
+@pytest.mark.parametrize("script", ["mappo.py", *(pytest.param(s, marks=pytest.mark.slow) for s in SCRIPTS[1:])])
 def test_sigterm_inside_a_gc_callback(tmp_path, jax_cache, script):
     """The signal lands in a gc callback (JAX registers one), where Python swallows an exception raised by a handler
     and prints it as "Exception ignored ... Traceback". The run must still stop at its next check, exit 130 with a

@@ -1,6 +1,6 @@
 """One formatter for the whole repo (STYLE.md): diffs between the scripts show ideas, not formatting drift."""
 
-import os
+import importlib
 import re
 import subprocess
 import sys
@@ -36,19 +36,21 @@ def test_update_readme_rewrites_stale_numbers():
 
 
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
-def test_help_shows_every_default_with_its_source(script):
+def test_help_shows_every_default_with_its_source(script, monkeypatch, capsys):
     """--help gives every env and algorithm flag its default and where that default comes from: [MAPPO: ...] for the
     paper, [ours...] for our own choice. The help texts are the fields' comments in Args."""
     source = (ROOT / script).read_text()
     args = source[source.index("    # env\n") : source.index("    # computed")]
     fields = re.findall(r"^    (\w+): .*?  # (.*)$", args, re.M)
     assert len(fields) >= 30, "the Args fields were not found"
-    env = dict(os.environ, COLUMNS="400")  # one line per flag
-    out = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, env=env).stdout
+    monkeypatch.setenv("COLUMNS", "400")  # one line per flag
+    with pytest.raises(SystemExit):  # the script's own parse_args, in this process
+        importlib.import_module(script[: -len(".py")]).parse_args(["--help"])
+    out = capsys.readouterr().out
     lines = out.splitlines()
     for name, comment in fields:
         flag = "--" + name.replace("_", "-")
-        [i] = [i for i, line in enumerate(lines) if re.search(rf"│ {flag}[ ,]", line)]
+        [i] = [i for i, line in enumerate(lines) if re.search(rf"^[│ ] *{flag}[ ,]", line)]
         line = lines[i] + (lines[i + 1] if "(default:" not in lines[i] else "")  # a long flag has its help below it
         assert "(default:" in line and comment.strip() in line, (flag, line)
         assert "[MAPPO:" in comment or "[ours" in comment or "ours:" in comment, (flag, comment)
