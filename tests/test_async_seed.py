@@ -166,7 +166,10 @@ def test_segment_records_outcomes_and_bootstrap():
     assert len(episodes) == 1 and episodes[0][0] == 1 + 2 and episodes[0][2] is True  # env 0: return 3, won
 
 
-@pytest.mark.parametrize("mode", ["async", pytest.param("serial", marks=pytest.mark.slow)])  # serial: tests/test_golden.py
+# both in the slow tier for CI's time: CI runs an async run with clients in test_sigint_checkpoint_and_children_gone
+# and the serial path in tests/test_golden.py
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["async", "serial"])
 def test_smoke_and_clean_end(run_script, tmp_path, mode):
     flags = [*SMALL, "--total-timesteps", "512", "--save-model"] + (["--no-async"] if mode == "serial" else [])
     run_script(SCRIPT, *flags, timeout=300, env=own_tmpdir(tmp_path))

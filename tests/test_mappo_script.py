@@ -248,7 +248,7 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     )
     deadline = time.time() + 300
     line = ""
-    while time.time() < deadline and "step 3200/" not in line:
+    while time.time() < deadline and not ("step 3200/" in line and " eval " in line):  # not a 30-s line of the rollout
         line = proc.stdout.readline()
     # the first status line after an update: one update of 8 envs x 400 steps, with its SPS, win rate and evaluation
     assert "step 3200/10000000" in line and "SPS" in line and "ETA" in line and " eval " in line, line
