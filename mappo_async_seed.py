@@ -1479,11 +1479,10 @@ if __name__ == "__main__":
         TimeRemainingColumn(),
         disable=not sys.stdout.isatty(),
     )
-    if args.num_iterations * args.batch_size != args.total_timesteps:
-        print(
-            f"--total-timesteps {args.total_timesteps} is rounded down to whole rollouts: {args.num_iterations * args.batch_size}"
-        )
-    task = progress.add_task(args.env_id, total=args.num_iterations * args.batch_size, completed=global_step, info="")
+    total = args.num_iterations * args.batch_size  # env steps of the whole run
+    if total != args.total_timesteps:
+        print(f"--total-timesteps {args.total_timesteps} is rounded down to whole rollouts: {total}")
+    task = progress.add_task(args.env_id, total=total, completed=global_step, info="")
     iteration = done_iteration = start_iteration - 1
     done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
     printed = 0.0  # when the last piped progress line was printed
@@ -1724,7 +1723,7 @@ if __name__ == "__main__":
             progress.update(task, completed=global_step, info=info)
             if progress.disable and (time.time() - printed >= 30 or iteration in (start_iteration, args.num_iterations)):
                 printed = time.time()  # piped: a line every 30 s, or every iteration if one takes longer
-                print(f"{args.env_id} step {global_step}/{args.num_iterations * args.batch_size}  {info}", flush=True)
+                print(f"{args.env_id} step {global_step}/{total}  {info}", flush=True)
     except (KeyboardInterrupt, RunFailed) as e:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
             signal.signal(sig, signal.SIG_IGN)

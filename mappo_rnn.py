@@ -882,8 +882,8 @@ class Run:
         self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
         eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
         tag = "win_rate" if self.is_smac else "episodic_return"  # of the last rollout's episodes, of the last evaluation
-        scores = {"win" if self.is_smac else "return": f"charts/{tag}", "eval": f"eval/{tag}"}
-        scores = "".join(f" {name} {self.latest[t]:.2f}" for name, t in scores.items() if t in self.latest)
+        names = {f"charts/{tag}": "win" if self.is_smac else "return", f"eval/{tag}": "eval"}
+        scores = "".join(f" {name} {self.latest[t]:.2f}" for t, name in names.items() if t in self.latest)
         line = f"step {step}/{self.total} SPS {sps} ETA {eta}{scores} | {self.args.env_id}"  # 80 columns show all but the id
         print(
             f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True

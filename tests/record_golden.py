@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from conftest import read_scalars
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 SCRIPTS = {
@@ -42,13 +44,8 @@ def command(script: str, env_id: str) -> list[str]:
 
 def scalars(run_dir) -> dict[str, list[list[float]]]:
     """A run's TensorBoard scalars -> {tag: [[step, value], ...]}, timings left out."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
     timings = ("time/", "stats/time_", "charts/SPS")
-    tags = [t for t in acc.Tags()["scalars"] if not t.startswith(timings)]
-    return {t: [[e.step, e.value] for e in acc.Scalars(t)] for t in sorted(tags)}
+    return {t: [list(row) for row in rows] for t, rows in sorted(read_scalars(run_dir).items()) if not t.startswith(timings)}
 
 
 def logged(script: str, env_id: str) -> dict[str, list[list[float]]]:

@@ -180,6 +180,7 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     """Piped (capsys is no terminal), a progress line comes at once, then none for 30 s, then the next; on an
     80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id."""
     import importlib
+    import os
     import shutil
     import sys
     from types import SimpleNamespace
@@ -199,7 +200,7 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     assert printed[2] == "step 9600/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25 | smaclite/3s5z_vs_3s6z\n"
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: shutil.os.terminal_size((80, 24)))
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((80, 24)))
     run.show_progress(12800, force=True)
     line = capsys.readouterr().out.removeprefix("\r\033[K")
     assert len(line) <= 79 and line.startswith("step 12800/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25"), line
