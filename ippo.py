@@ -807,8 +807,9 @@ class Run:
             stats.update({"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()})
             stats.update({"charts/win_rate": won.mean()} if self.is_smac else {})  # MPE has no win
             episodes["finished"] = []
-        if result is not None:
-            self.evals.append([self.global_step, *result, time.time() - self.start_time])
+        if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
+            train = float(stats.get("charts/win_rate" if self.is_smac else "charts/episodic_return", np.nan))
+            self.evals.append([self.global_step, *result, time.time() - self.start_time, train])
             stats.update({"eval/episodic_return": result[1], **({"eval/win_rate": result[0]} if self.is_smac else {})})
         for tag, value in stats.items():
             self.writer.add_scalar(tag, value, self.global_step)
@@ -831,13 +832,15 @@ class Run:
         if self.signals or self.args.save_model or self.args.resume:
             self.save()
             print(f"checkpoint at step {self.global_step}: {self.path}")
-        if self.evals:
-            last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"  # step, win, return, time
+        if self.evals:  # rows: step, eval win rate, eval return, wall time, training score
+            last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"
             summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
             summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
             summary["median_win_rate"] = float(np.median(last[:, 1])) if self.is_smac else None  # MPE has no win
-            keys = ("step", "win_rate", "episodic_return", "wall_time")
-            summary["evals"] = [{k: v for k, v in zip(keys, e) if self.is_smac or k != "win_rate"} for e in self.evals]
+            train = "train_win_rate" if self.is_smac else "train_return"  # of the rollout before each evaluation
+            summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
+            keys = ("step", "win_rate" if self.is_smac else None, "episodic_return", "wall_time", train)
+            summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in self.evals]  # NaN: left out
             with open(path, "w") as f:
                 json.dump(summary, f, indent=1)
             win = f"win rate {summary['median_win_rate']:.3f}, " if self.is_smac else ""

@@ -3,9 +3,13 @@
 #   bash benchmark/mappo.sh                                    # full budgets below, 3 seeds, 1 run at a time
 #   TOTAL_TIMESTEPS=6400 NUM_SEEDS=2 bash benchmark/mappo.sh   # a smoke run
 # Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS),
-# WORKERS (runs at once), TOTAL_TIMESTEPS (overrides the per-env budget), BUDGETS (per-env budgets that override the
+# WORKERS (runs at once; OMP_NUM_THREADS defaults to cores / WORKERS), TOTAL_TIMESTEPS (overrides the per-env budget), BUDGETS (per-env budgets that override the
 # defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT (results folder), PYTHON, EXTRA (more flags, e.g.
-# "--cuda"), SCRIPT (mappo.py; ippo.sh sets it).
+# "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), KEEP (default OUT/kept: see below).
+# Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
+# each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP;
+# commit KEEP. This script, run again on another machine from that commit, resumes the unfinished runs from KEEP and
+# skips the finished ones, and summarize.py reads the finished runs' summaries from KEEP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV_IDS=${ENV_IDS:-"3m 2s3z 5m_vs_6m simple_spread_v3"}
@@ -15,6 +19,11 @@ SCRIPT=${SCRIPT:-mappo.py}
 OUT=${OUT:-benchmark/results/${SCRIPT%.py}}
 PYTHON=${PYTHON:-python}
 EXTRA=${EXTRA:-}
+KEEP=${KEEP:-$OUT/kept}
+if [ -z "${OMP_NUM_THREADS:-}" ] && [ "$WORKERS" -gt 1 ]; then  # torch's threads shared out: on 2 cores, 2 runs of 2
+  export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))  # threads each ran at 0.15x, of 1 at 1.27x
+fi
+exp=$(basename "$SCRIPT" .py)
 
 budget() {  # env steps per run: BUDGETS if it names the env, else the acceptance budgets of issue 2 and the paper's
   # 10M cap on the hard map
@@ -36,35 +45,60 @@ sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_step
 }
 
 # Every run saves a checkpoint every 10 updates and at the end: run this script again (same variables) after it was
-# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume. Runs are found by
-# their run directory runs/<env>__<script name>__<seed>__*, so keep --exp-name out of EXTRA.
-mkdir -p "$OUT"
-root=$(pwd)
-exp=$(basename "$SCRIPT" .py)
-for env in $ENV_IDS; do
-  for seed in ${SEEDS:-$(seq 1 "$NUM_SEEDS")}; do
-    steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
-    log="${env//\//-}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
-    ckpt=$(ls -t "$OUT"/runs/"${env//\//-}__${exp}__${seed}__"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
-    if [ -z "$ckpt" ]; then
-      run=(--env-id "$env" --seed "$seed")
-    else
+# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume (from OUT/runs, or
+# from KEEP where OUT/runs has none). Runs are found by their run name <env>__<script name>__<seed>__<start time>, so
+# keep --exp-name out of EXTRA.
+plan() {  # one command line per run still to do; with "keep", no runs: what KEEP needs instead
+  for env in $ENV_IDS; do
+    for seed in ${SEEDS:-$(seq 1 "$NUM_SEEDS")}; do
+      steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
+      log="${env//\//-}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
+      name="${env//\//-}__${exp}__${seed}__"
+      ckpt=$(ls -t "$OUT"/runs/"$name"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
       status=0
-      progress "$ckpt" "$steps" || status=$?
-      if [ "$status" = 0 ]; then
+      [ -z "$ckpt" ] || progress "$ckpt" "$steps" || status=$?
+      if [ "${1:-}" = keep ]; then
+        if [ -n "$ckpt" ] && [ "$status" = 0 ]; then  # finished: its eval summary is all that is left to keep
+          gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$KEEP/$(basename "$(dirname "$ckpt")").json.gz"
+          rm -f "$KEEP/$name"*.pt
+        elif [ -n "$ckpt" ] && [ "$status" = 3 ]; then
+          cp "$ckpt" "$KEEP/$(basename "$(dirname "$ckpt")").pt"
+        fi
+        continue
+      fi
+      if [ -z "$ckpt" ] && ls "$KEEP/$name"*.json.gz >/dev/null 2>&1; then
+        echo "done already: $(ls "$KEEP/$name"*.json.gz)" >&2
+        continue
+      elif [ -z "$ckpt" ]; then
+        ckpt=$(ls -t "$KEEP/$name"*.pt 2>/dev/null | head -n 1 || true)
+        [ -z "$ckpt" ] || progress "$ckpt" "$steps" || status=$?
+      fi
+      if [ -z "$ckpt" ]; then
+        run=(--env-id "$env" --seed "$seed")
+      elif [ "$status" = 0 ]; then
         echo "done already: $ckpt" >&2
         continue
       elif [ "$status" != 3 ]; then
         echo "skipped: cannot read $ckpt (move it away to start this seed again)" >&2
         continue
+      else
+        run=(--resume "$(realpath "$ckpt")")
       fi
-      run=(--resume "$(realpath "$ckpt")")
-    fi
-    # one shell-quoted command per line (paths may hold spaces); $EXTRA is split into words on purpose
-    # shellcheck disable=SC2086
-    cmd=$(printf '%q ' cd "$OUT")"&& "$(printf '%q ' "$PYTHON" "$root/$SCRIPT" "${run[@]}" --total-timesteps "$steps" \
-      --save-model --save-interval 10 $EXTRA)
-    echo "$cmd>> $(printf '%q' "$log") 2>&1 || echo $(printf '%q' "failed: $env seed $seed, see $OUT/$log") >&2"
+      # one shell-quoted command per line (paths may hold spaces); $EXTRA is split into words on purpose
+      # shellcheck disable=SC2086
+      cmd=$(printf '%q ' cd "$OUT")"&& "$(printf '%q ' "$PYTHON" "$root/$SCRIPT" "${run[@]}" --total-timesteps "$steps" \
+        --save-model --save-interval 10 $EXTRA)
+      echo "$cmd>> $(printf '%q' "$log") 2>&1 || echo $(printf '%q' "failed: $env seed $seed, see $OUT/$log") >&2"
+    done
   done
-done | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
+}
+
+mkdir -p "$OUT" "$KEEP"
+root=$(pwd)
+if [ "${1:-}" = keep ]; then
+  plan keep
+  ls -l "$KEEP"
+  exit 0
+fi
+plan | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 "$PYTHON" benchmark/summarize.py "$OUT"

@@ -1,5 +1,6 @@
-"""Summarise benchmark runs: reads runs/*/eval_summary.json under one results folder or several read as one (scripts
-side by side, one colour each), writes summary.md (the paper's
+"""Summarise benchmark runs: reads runs/*/eval_summary.json and kept/*.json.gz (the finished runs' summaries kept in git
+by `bash benchmark/mappo.sh keep`) under one results folder or several read as one (scripts side by side, one colour
+each), writes summary.md (the paper's
 protocol: per seed the median of the last 10 evaluations, then median and std over seeds; and per script the IQM of
 those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interval, the marl-eval protocol),
 summary.json (what README.md's tables are made of) and curves.png; with --marl-eval also marl_eval.json (marl-eval's
@@ -14,6 +15,7 @@ script and env: keep one configuration of a script per summary.
 
 import argparse
 import glob
+import gzip
 import json
 import os
 import sys
@@ -49,6 +51,13 @@ def stratified_bootstrap_ci(scores_per_task: list, reps: int = 2000, seed: int =
     return float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
+def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean over seeds; x: (seeds,) or (seeds, points) -> per point."""
+    x = np.asarray(x, dtype=float)
+    means = x[np.random.default_rng(seed).integers(0, len(x), (reps, len(x)))].mean(1)  # (reps, ...)
+    return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
+
+
 def marl_eval_json(runs) -> dict:
     """{env: {task: {algorithm: {run_i: {step_k: {step_count, metric: [v]}, absolute_metrics: {metric: [v]}}}}}}"""
     out = {}
@@ -70,8 +79,16 @@ def first_reaching(evals, key, threshold):
 
 
 def run_name(path: str) -> list:
-    """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json -> [env, script, seed, unix time]"""
-    return os.path.basename(os.path.dirname(path)).split("__")
+    """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json or kept/<the same>.json.gz -> [env, script, seed,
+    unix time]"""
+    name = os.path.basename(path).removesuffix(".json.gz") if path.endswith(".gz") else os.path.basename(os.path.dirname(path))
+    return name.split("__")
+
+
+def same_run(a: str, b: str) -> bool:
+    """Whether two summaries are one run's, in one results folder: runs/<name>/eval_summary.json and kept/<name>.json.gz"""
+    folder = lambda p: os.path.dirname(os.path.dirname(p if p.endswith(".gz") else os.path.dirname(p)))  # noqa: E731
+    return run_name(a) == run_name(b) and os.path.samefile(folder(a), folder(b))
 
 
 def started(path: str) -> int:
@@ -86,14 +103,17 @@ def load(results_dirs: list):
     counts, the newest on a tie."""
     best = {}  # (script, env, seed) -> (global_step, path, summary)
     paths = [p for d in results_dirs for p in glob.glob(os.path.join(d, "runs", "*", "eval_summary.json"))]
+    paths += [p for d in results_dirs for p in glob.glob(os.path.join(d, "kept", "*.json.gz"))]
     for path in sorted(paths, key=lambda p: (started(p), p)):  # oldest first
-        with open(path) as f:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
             summary = json.load(f)
         if summary["global_step"] < summary.get("budget", 0):
             print(f"left out, stopped at step {summary['global_step']} of {summary['budget']}: {path}")
             continue
         summary["script"] = run_name(path)[1]
         key = (summary["script"], summary["env_id"], summary["seed"])
+        if key in best and same_run(best[key][1], path):  # in runs/ and in kept/
+            continue
         if key in best:  # paths come oldest first, so >= keeps the newest on a tie
             new_wins = summary["global_step"] >= best[key][0]
             kept, dropped = (path, best[key][1]) if new_wins else (best[key][1], path)
@@ -118,9 +138,9 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     os.makedirs(out_dir, exist_ok=True)
     lines = [
         "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std "
-        "| paper MAPPO (IPPO for ippo) "
+        "| mean [95% bootstrap CI] | training win %, per seed (median of the same 10) | paper MAPPO (IPPO for ippo) "
         "| paper Async MAPPO |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     table = []
     for (script, env_id), summaries in sorted(runs.items(), key=lambda item: (item[0][1], item[0][0])):  # by env
@@ -133,13 +153,20 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         per_seed = ", ".join(f"{x:.1f}" if is_smac else f"{x:.2f}" for x in scores)
         steps = sorted({s["global_step"] for s in summaries})
         metric = "win rate %" if is_smac else "team return"
-        median, std = np.median(scores), scores.std()
+        median, std, ci = np.median(scores), scores.std(), [float(c) for c in bootstrap_mean_ci(scores)]
+        train = [100 * s["median_train_win_rate"] for s in summaries if is_smac and "median_train_win_rate" in s]
+        train = train if len(train) == len(summaries) else []  # older runs logged no training win rate
         lines.append(
             f"| {script} | {env_id} | {len(scores)} | {'/'.join(map(str, steps))} | {metric} | {per_seed} "
-            f"| {median:.2f} | {std:.2f} | {paper} |"
+            f"| {median:.2f} | {std:.2f} | {scores.mean():.2f} [{ci[0]:.2f}, {ci[1]:.2f}] "
+            f"| {', '.join(f'{x:.1f}' for x in train) or '-'} | {paper} |"
         )
         row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
-        row.update(median=float(median), std=float(std), metric=metric, env_steps=steps)
+        row.update(median=float(median), std=float(std), mean=float(scores.mean()), mean_ci=ci, metric=metric)
+        row["env_steps"] = steps
+        if train:
+            row.update(train_scores=train, train_mean=float(np.mean(train)))
+            row["train_mean_ci"] = [float(c) for c in bootstrap_mean_ci(train)]
         row["wall_time"] = [s["wall_time"] for s in summaries]  # seconds from the start to the last evaluation
         if is_smac:
             row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]
@@ -186,17 +213,19 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     print(md + f"wrote {out_dir}/summary.md, summary.json, curves.png" + (", marl_eval.json" if marl_eval else ""))
 
 
-def mean_and_spread(curves: list, points: int = 200):
-    """curves: [(x, y)] per seed -> (grid, mean, min, max), linearly interpolated on a grid over the x range that every
-    curve covers (from the latest first point to the earliest last one), so no seed is extrapolated."""
+def mean_and_ci(curves: list, points: int = 200):
+    """curves: [(x, y)] per seed -> (grid, mean, CI low, CI high): the 95% bootstrap interval of the mean over seeds,
+    linearly interpolated on a grid over the x range that every curve covers (from the latest first point to the
+    earliest last one), so no seed is extrapolated."""
     grid = np.linspace(max(x[0] for x, _ in curves), min(x[-1] for x, _ in curves), points)
     ys = np.stack([np.interp(grid, x, y) for x, y in curves])
-    return grid, ys.mean(0), ys.min(0), ys.max(0)
+    return grid, ys.mean(0), *bootstrap_mean_ci(ys)
 
 
 def plot(runs, path):
-    """One panel per env: eval curves against env steps (top row) and wall time (bottom row); the mean over seeds
-    as a line and the range over seeds shaded, one colour per script."""
+    """One panel per env: eval curves (and the training win rate, dashed, where logged) against env steps (top row)
+    and wall time (bottom row); the mean over seeds as a line and its 95% bootstrap interval shaded, one colour per
+    script."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,22 +241,22 @@ def plot(runs, path):
         for row, (x_key, x_label) in enumerate((("step", "env steps"), ("wall_time", "wall time (s)"))):
             ax = axes[row][col]
             for (script, env), summaries in sorted(runs.items()):
-                curves = [
-                    (np.array([e[x_key] for e in s["evals"]]), np.array([e[key] for e in s["evals"]]))
-                    for s in summaries
-                    if s["evals"]
-                ]
-                if env != env_id or not curves:
+                if env != env_id:
                     continue
-                grid, mean, low, high = mean_and_spread(curves)
-                label = f"{script} ({len(curves)} seed{'s' * (len(curves) > 1)})"
-                ax.plot(grid, mean, color=colours[script], lw=1.2, label=label)
-                ax.fill_between(grid, low, high, color=colours[script], alpha=0.2, lw=0)
+                for y_key, style in ((key, "-"), ("train_win_rate", "--")):  # training win rate: where it was logged
+                    evals = [[e for e in s["evals"] if y_key in e] for s in summaries]
+                    curves = [(np.array([e[x_key] for e in es]), np.array([e[y_key] for e in es])) for es in evals if es]
+                    if len(curves) < len(summaries):
+                        continue
+                    grid, mean, low, high = mean_and_ci(curves)
+                    label = f"{script} ({len(curves)} seed{'s' * (len(curves) > 1)})" + (", training" if style == "--" else "")
+                    ax.plot(grid, mean, style, color=colours[script], lw=1.2, label=label)
+                    ax.fill_between(grid, low, high, color=colours[script], alpha=0.2, lw=0)
             ax.set_title(env_id)
             ax.set_xlabel(x_label)
-            ax.set_ylabel("eval win rate" if is_smac else "eval team return")
+            ax.set_ylabel("win rate" if is_smac else "eval team return")
             ax.legend(fontsize=7)
-    fig.suptitle("mean over seeds, shaded: min to max", fontsize=9)
+    fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval; dashed: training episodes", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     from PIL import Image  # matplotlib's own dependency

@@ -3,6 +3,7 @@ benchmark/mappo.sh's resume of an unfinished run and skip of a finished one."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,9 +25,11 @@ LAST10 = {
     ("2s3z", 2): [1.0] * 3 + [0.9] * 7,  # median 0.9
     ("2s3z", 3): [1.0] * 10,
 }
+TRAIN_2S3Z = {1: [0.5] * 10, 2: [0.6] * 10, 3: [0.7] * 4 + [0.4] * 6}  # medians 0.5, 0.6, 0.4: 3m's runs have none
 
 
-def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo"):
+def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo", train_wins=None):
+    """A run's eval_summary.json; train_wins: the training win rate beside each evaluation (runs before it had none)"""
     evals = [0.0, 0.0] + list(wins)
     returns = returns or [w * 2 for w in evals]
     last_w, last_r = np.array(evals[-10:]), np.array(returns[-10:])
@@ -37,6 +40,11 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
         dict(step=3200 * (i + 1), win_rate=w, episodic_return=r, wall_time=10.0 * (i + 1))
         for i, (w, r) in enumerate(zip(evals, returns))
     ]
+    if train_wins is not None:
+        train = [0.0, 0.0] + list(train_wins)
+        summary["median_train_win_rate"] = float(np.median(train[-10:]))
+        for e, t in zip(summary["evals"], train):
+            e["train_win_rate"] = t
     run = root / "runs" / f"{env_id}__{script}__{seed}__0"
     run.mkdir(parents=True)
     (run / "eval_summary.json").write_text(json.dumps(summary))
@@ -45,7 +53,7 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
 @pytest.fixture
 def results(tmp_path):
     for (env_id, seed), wins in LAST10.items():
-        write_run(tmp_path, env_id, seed, wins)
+        write_run(tmp_path, env_id, seed, wins, train_wins=TRAIN_2S3Z[seed] if env_id == "2s3z" else None)
     write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
     write_run(tmp_path, "3m", 4, [1.0] * 10, budget=10**9)  # stopped before its budget: left out of every result
     summarize.main(str(tmp_path), marl_eval=True)
@@ -66,6 +74,13 @@ def test_paper_table_medians(results):
     assert "| 100.0 |" in row  # the paper's number next to ours, in 3m's own row
     assert rows[("mappo", "3m")]["wall_time"] == [120.0, 120.0, 120.0]  # 12 evaluations, 10 s apart
     assert "- mappo: all its runs together 0.2 h of wall time" in md  # 7 runs x 120 s = 840 s
+    # the training win rate where every seed logged it, and the mean over seeds with its bootstrap interval
+    two = rows[("mappo", "2s3z")]
+    assert two["train_scores"] == pytest.approx([50.0, 60.0, 40.0]) and "train_scores" not in rows[("mappo", "3m")]
+    assert two["mean"] == pytest.approx(90.0) and two["train_mean"] == pytest.approx(50.0)
+    assert 80.0 <= two["mean_ci"][0] < 90.0 < two["mean_ci"][1] <= 100.0
+    [row] = [line for line in md.splitlines() if line.startswith("| mappo | 2s3z | 3 |")]
+    assert "| 50.0, 60.0, 40.0 |" in row and "| 90.00 [" in row
 
 
 def test_iqm_and_bootstrap(results):
@@ -118,14 +133,19 @@ def test_several_folders_side_by_side(tmp_path):
     assert (out / "curves.png").stat().st_size > 10_000 and not (first / "summary.md").exists()
 
 
-def test_mean_and_spread_over_seeds():
+def test_mean_and_ci_over_seeds():
     # two seeds evaluated at different points; the grid spans only the range both cover, [0, 10]
     curves = [(np.array([0.0, 10.0]), np.array([0.0, 1.0])), (np.array([-5.0, 5.0, 20.0]), np.array([1.0, 1.0, 0.0]))]
-    grid, mean, low, high = summarize.mean_and_spread(curves, points=3)
+    grid, mean, low, high = summarize.mean_and_ci(curves, points=3)
     assert grid == pytest.approx([0.0, 5.0, 10.0])
     # seed 1 at 0, 5, 10: 0, 0.5, 1; seed 2: 1, 1, 1 - 5/15
     assert mean == pytest.approx([0.5, 0.75, (1.0 + 2 / 3) / 2])
+    # with two seeds a resample is both of one seed a quarter of the time each: the 95% interval is their range
     assert low == pytest.approx([0.0, 0.5, 2 / 3]) and high == pytest.approx([1.0, 1.0, 1.0])
+    # with more seeds it is narrower than the range and holds the mean
+    x = np.array([0.0, 0.2, 0.4, 0.6, 1.0])
+    low, high = summarize.bootstrap_mean_ci(x)
+    assert 0.0 < low < x.mean() < high < 1.0
 
 
 def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
@@ -141,12 +161,16 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     env = dict(os.environ, OUT=str(tmp_path), ENV_IDS="simple_spread_v3", NUM_SEEDS="1", TOTAL_TIMESTEPS="300")
     env.update(EXTRA=" ".join(small), PYTHON=sys.executable)
 
-    def bench():
-        return subprocess.run(["bash", str(ROOT / "benchmark" / "mappo.sh")], env=env, capture_output=True, text=True)
+    def bench(*words):
+        return subprocess.run(["bash", str(ROOT / "benchmark" / "mappo.sh"), *words], env=env, capture_output=True, text=True)
 
+    # `keep` copies the unfinished run's checkpoint to kept/, for git; a fresh machine has only that
+    kept, name = tmp_path / "kept", os.path.basename(run)
+    assert bench("keep").returncode == 0 and os.listdir(kept) == [f"{name}.pt"]
+    shutil.rmtree(tmp_path / "runs")
     first = bench()
     assert first.returncode == 0, first.stderr[-2000:]
-    assert run_dirs(tmp_path) == [run]  # the same run went on
+    assert run_dirs(tmp_path) == [run]  # the same run went on, from kept/
     ckpt = torch.load(ckpt_path, weights_only=True)
     assert ckpt["iteration"] == 3 and ckpt["global_step"] == 300 and len(ckpt["evals"]) == 3
     # and it ends in the table and the plot, from that run
@@ -156,3 +180,11 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     second = bench()
     assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]
+    # finished: `keep` swaps its checkpoint for its eval summary, which is all a fresh machine needs to skip the run
+    # and to summarise it
+    assert bench("keep").returncode == 0 and os.listdir(kept) == [f"{name}.json.gz"]
+    shutil.rmtree(tmp_path / "runs")
+    (tmp_path / "summary.md").unlink()
+    third = bench()
+    assert third.returncode == 0 and "done already" in third.stderr, third.stderr[-2000:]
+    assert not (tmp_path / "runs").exists() and table == (tmp_path / "summary.md").read_text()

@@ -42,3 +42,8 @@ def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
     is_smac = not env_id.startswith("simple_")
     assert summary["global_step"] == total and len(summary["evals"]) == total // batch
     assert (summary["median_win_rate"] is not None) == is_smac and ("win_rate" in summary["evals"][0]) == is_smac
+    if script != "mappo_async_seed.py":  # beside each evaluation, the training score of the rollout before it
+        key, tag = ("train_win_rate", "charts/win_rate") if is_smac else ("train_return", "charts/episodic_return")
+        logged, rows = dict(now.get(tag, [])), [(e["step"], e.get(key)) for e in summary["evals"]]
+        assert any(v is not None for _, v in rows), "no training score in the summary"
+        assert all(logged.get(s) == pytest.approx(v, rel=1e-6) if v is not None else s not in logged for s, v in rows)
