@@ -3,9 +3,10 @@
 #   bash benchmark/mappo.sh                                    # full budgets below, 3 seeds, 1 run at a time
 #   TOTAL_TIMESTEPS=6400 NUM_SEEDS=2 bash benchmark/mappo.sh   # a smoke run
 # Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS),
-# WORKERS (runs at once; OMP_NUM_THREADS defaults to cores / WORKERS), TOTAL_TIMESTEPS (overrides the per-env budget), BUDGETS (per-env budgets that override the
-# defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT (results folder), PYTHON, EXTRA (more flags, e.g.
-# "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), KEEP (default OUT/kept: see below).
+# WORKERS (runs at once; OMP_NUM_THREADS defaults to cores / WORKERS), TOTAL_TIMESTEPS (overrides the per-env
+# budget), BUDGETS (per-env budgets that override the defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT
+# (results folder), PYTHON, EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), KEEP (default
+# OUT/kept: see below).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
 # each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP;
 # commit KEEP. This script, run again on another machine from that commit, resumes the unfinished runs from KEEP and
@@ -20,8 +21,10 @@ OUT=${OUT:-benchmark/results/${SCRIPT%.py}}
 PYTHON=${PYTHON:-python}
 EXTRA=${EXTRA:-}
 KEEP=${KEEP:-$OUT/kept}
-if [ -z "${OMP_NUM_THREADS:-}" ] && [ "$WORKERS" -gt 1 ]; then  # torch's threads shared out: on 2 cores, 2 runs of 2
-  export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))  # threads each ran at 0.15x, of 1 at 1.27x
+# torch's threads shared out. On 2 cores (3s5z), two runs of 2 threads each did 0.29x the updates per second of one
+# run alone, two runs of 1 thread 1.27x.
+if [ -z "${OMP_NUM_THREADS:-}" ] && [ "$WORKERS" -gt 1 ]; then
+  export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 fi
 exp=$(basename "$SCRIPT" .py)
 

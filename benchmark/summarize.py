@@ -51,8 +51,9 @@ def stratified_bootstrap_ci(scores_per_task: list, reps: int = 2000, seed: int =
     return float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
-def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the mean over seeds; x: (seeds,) or (seeds, points) -> per point."""
+def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple:
+    """95% percentile-bootstrap interval (low, high) of the mean over seeds: x (seeds,) -> two floats; x (seeds, points)
+    -> two arrays (points,), one interval per point."""
     x = np.asarray(x, dtype=float)
     means = x[np.random.default_rng(seed).integers(0, len(x), (reps, len(x)))].mean(1)  # (reps, ...)
     return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)

@@ -246,6 +246,9 @@ def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     line, deadline = "", time.time() + 300
     while time.time() < deadline and not line.startswith("3m step "):  # a progress line, not the rounding note
         line = proc.stdout.readline()
+        if not line and proc.poll() is not None:  # it ended before its first update: say why
+            line = f"exit status {proc.returncode}, stderr: {proc.stderr.read()[-3000:]}"
+            break
     assert line.startswith("3m step ") and client_pids(tmp_path), line
     return proc
 
