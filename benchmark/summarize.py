@@ -86,10 +86,14 @@ def run_name(path: str) -> list:
     return name.split("__")
 
 
+def results_folder(path: str) -> str:
+    """The folder that holds runs/ and kept/: FOLDER/runs/<name>/eval_summary.json or FOLDER/kept/<name>.json.gz"""
+    return os.path.dirname(os.path.dirname(path if path.endswith(".gz") else os.path.dirname(path)))
+
+
 def same_run(a: str, b: str) -> bool:
     """Whether two summaries are one run's, in one results folder: runs/<name>/eval_summary.json and kept/<name>.json.gz"""
-    folder = lambda p: os.path.dirname(os.path.dirname(p if p.endswith(".gz") else os.path.dirname(p)))  # noqa: E731
-    return run_name(a) == run_name(b) and os.path.samefile(folder(a), folder(b))
+    return run_name(a) == run_name(b) and os.path.samefile(results_folder(a), results_folder(b))
 
 
 def started(path: str) -> int:

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,17 @@ def read_scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
     acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     acc.Reload()
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def wait_for_line(proc: subprocess.Popen, wanted, timeout: float = 300) -> str:
+    """The first stdout line of a running script for which wanted(line) holds; if the script ends first, a line that
+    says how (exit status and stderr), so that the caller's assertion shows it; "" on a timeout."""
+    line, deadline = "", time.time() + timeout
+    while time.time() < deadline and not wanted(line):
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            return f"exit status {proc.returncode}, stderr: {proc.stderr.read()[-3000:]}"
+    return line
 
 
 def smaclite_missing() -> str:

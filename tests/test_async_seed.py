@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, smaclite_missing
+from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, smaclite_missing, wait_for_line
 
 SCRIPT = "mappo_async_seed.py"
 SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
@@ -243,12 +243,7 @@ def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache, **own_tmpdir(tmp_path))
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line, deadline = "", time.time() + 300
-    while time.time() < deadline and not line.startswith("3m step "):  # a progress line, not the rounding note
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:  # it ended before its first update: say why
-            line = f"exit status {proc.returncode}, stderr: {proc.stderr.read()[-3000:]}"
-            break
+    line = wait_for_line(proc, lambda line: line.startswith("3m step "))  # a progress line, not the rounding note
     assert line.startswith("3m step ") and client_pids(tmp_path), line
     return proc
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs
+from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, wait_for_line
 
 SMALL = ["--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
 TWO_UPDATES = ["--total-timesteps", "256"]  # 4 envs x 32 steps = 128 env steps per update
@@ -246,10 +246,7 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
         text=True,
         env=env,
     )
-    deadline = time.time() + 300
-    line = ""
-    while time.time() < deadline and not ("step 3200/" in line and " eval " in line):  # not a 30-s line of the rollout
-        line = proc.stdout.readline()
+    line = wait_for_line(proc, lambda line: "step 3200/" in line and " eval " in line)  # not a 30-s rollout line
     # the first status line after an update: one update of 8 envs x 400 steps, with its SPS, win rate and evaluation
     assert "step 3200/10000000" in line and "SPS" in line and "ETA" in line and " eval " in line, line
     proc.send_signal(signal.SIGINT)
