@@ -143,6 +143,8 @@ class FrameStack:
 def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
     if env_id in MPE_ENVS:
         envs = MPEVecEnv(env_id, num_envs, seed)
+    elif env_id in HANABI_PLAYERS:
+        envs = HanabiVecEnv(env_id, num_envs, seed)
     elif env_id.startswith("smaclite/"):
         envs = SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
     else:
@@ -523,8 +525,33 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
 
 # ========================================= ENV BACKENDS ===========================================
-class SMAXVecEnv:
-    """JaxMARL's SMAX against its heuristic enemy: all envs in one jitted, vmapped call, one host copy per step."""
+class JaxVecEnv:
+    """A JaxMARL env: all envs in one jitted, vmapped call, one host copy per step. Subclasses jit reset_one(key) and
+    step_one(key, state, actions (A,)) with batched()."""
+
+    def batched(self, one, num_envs: int):  # all envs in one call: the key is split once per call, one subkey per env
+        import jax
+
+        def call(key, *inputs):
+            key, sub = jax.random.split(key)
+            return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
+
+        return jax.jit(call)
+
+    def reset(self) -> dict:
+        self._key, self._state, out = self._reset(self._key)
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+
+    def step(self, actions: np.ndarray) -> dict:
+        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
+        return {k: np.array(v) for k, v in out.items()}
+
+    def close(self):
+        pass
+
+
+class SMAXVecEnv(JaxVecEnv):
+    """JaxMARL's SMAX against its heuristic enemy."""
 
     is_smac = True
 
@@ -566,25 +593,56 @@ class SMAXVecEnv:
             out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
             return st, dict(out, final_alive=final["alive"])
 
-        def batched(one):  # all envs in one call: the key is split once per call, one subkey per env
-            def call(key, *inputs):
-                key, sub = jax.random.split(key)
-                return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
+        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._key = jax.random.PRNGKey(seed)
 
-            return jax.jit(call)
 
-        self._reset, self._step, self._key = batched(reset_one), batched(step_one), jax.random.PRNGKey(seed)
+class HanabiVecEnv(JaxVecEnv):
+    """JaxMARL's Hanabi, 2 players (hanabi) or 3 to 5 (hanabi_3p, ...). Turn-based: the others' one legal move is the
+    no-op, so `alive` marks the player to move (the policy loss leaves the others' no-ops out; the preset turns death
+    masking off). env_state: every hand and whose turn it is, so with the agent's own observation the critic has the
+    MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
+    the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    def reset(self) -> dict:
-        self._key, self._state, out = self._reset(self._key)
-        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+    is_smac = False
 
-    def step(self, actions: np.ndarray) -> dict:
-        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
-        return {k: np.array(v) for k, v in out.items()}
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        import jax
+        import jax.numpy as jnp
 
-    def close(self):
-        pass
+        with quiet():
+            import jaxmarl
+        env = jaxmarl.make("hanabi", num_agents=HANABI_PLAYERS[env_id])  # seats in agent order: no shuffled seating
+        agents = env.agents
+
+        def pack(obs, st):
+            legal = env.get_legal_moves(st)
+            return dict(
+                obs=jnp.stack([obs[a] for a in agents]),  # (A,O)
+                env_state=jnp.concatenate([st.player_hands.reshape(-1), st.cur_player_idx]),  # (A*H*25 + A,)
+                avail=jnp.stack([legal[a] for a in agents]).astype(bool),  # (A,U)
+                alive=st.cur_player_idx.astype(bool),  # (A,) the player to move
+            )
+
+        def reset_one(key):
+            obs, st = env.reset(key)
+            return st, pack(obs, st)
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            obs, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(agents)})
+            final, done = pack(obs, st), dones["__all__"]
+            reset_st, reset_out = reset_one(reset_key)
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
+            out.update(reward=rewards["__all__"], terminated=done, truncated=done & False, won=done & False)
+            return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._key = jax.random.PRNGKey(seed)
+        shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
+        self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
+        self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
 
 
 class MPEVecEnv:
@@ -723,6 +781,9 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
     "simple_reference_v3": dict(update_epochs=15, activation="relu"),
     "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
 }
+HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
+HANABI_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
+HANABI_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
 SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
 library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):
   sudo apt-get install libspatialindex-dev
@@ -766,6 +827,8 @@ def env_presets(env_id: str) -> dict:
     """The paper's settings for env_id; exits 2 with the valid ids when env_id is unknown."""
     if env_id in MPE_ENVS:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+    if env_id in HANABI_PLAYERS:
+        return HANABI_PRESET
     if env_id.startswith("smaclite/"):
         name, maps = env_id[len("smaclite/") :], smaclite_maps()
         check(name in maps, f"unknown SMAClite map {name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in maps))
@@ -773,7 +836,7 @@ def env_presets(env_id: str) -> dict:
     with quiet():
         from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
     smax, mpe = ", ".join(sorted(MAP_NAME_TO_SCENARIO)), ", ".join(MPE_ENVS)
-    valid = f"SMAX: {smax}\n  MPE: {mpe}\n  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
+    valid = f"SMAX: {smax}\n  MPE: {mpe}\n  Hanabi: {', '.join(HANABI_PLAYERS)}\n  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
     check(env_id in MAP_NAME_TO_SCENARIO, f"unknown --env-id {env_id!r}. Valid ids:\n  {valid}")
     return SMAC_MAP_PRESETS.get(env_id, {})
 
