@@ -59,13 +59,19 @@ def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple:
     return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
 
 
+def scores_win_rate(env_id: str) -> bool:
+    """SMAX and SMAClite maps are scored by win rate; MPE and Hanabi by return (Hanabi's: the game's score)."""
+    return not env_id.startswith(("simple_", "hanabi"))
+
+
 def marl_eval_json(runs) -> dict:
     """{env: {task: {algorithm: {run_i: {step_k: {step_count, metric: [v]}, absolute_metrics: {metric: [v]}}}}}}"""
     out = {}
     for (script, env_id), summaries in sorted(runs.items()):
-        is_smac = not env_id.startswith("simple_")
+        is_smac = scores_win_rate(env_id)
         metric, key = ("win_rate", "median_win_rate") if is_smac else ("episodic_return", "median_return")
-        family = "smaclite" if env_id.startswith("smaclite/") else ("smax" if is_smac else "mpe")
+        family = "smaclite" if env_id.startswith("smaclite/") else "smax" if is_smac else "mpe"
+        family = "hanabi" if env_id.startswith("hanabi") else family
         task = out.setdefault(family, {}).setdefault(env_id.removeprefix("smaclite/"), {}).setdefault(script, {})
         for i, s in enumerate(summaries):
             run = {f"step_{k}": {"step_count": e["step"], metric: [e[metric]]} for k, e in enumerate(s["evals"])}
@@ -149,7 +155,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     ]
     table = []
     for (script, env_id), summaries in sorted(runs.items(), key=lambda item: (item[0][1], item[0][0])):  # by env
-        is_smac = not env_id.startswith("simple_")
+        is_smac = scores_win_rate(env_id)
         key = "median_win_rate" if is_smac else "median_return"
         scores = np.array([s[key] * (100 if is_smac else 1) for s in summaries])
         map_name = env_id.removeprefix("smaclite/")
@@ -157,7 +163,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         paper = f"{table_1.get(map_name, '')} | {PAPER_ASYNC.get(map_name, '')}" if is_smac else " | "
         per_seed = ", ".join(f"{x:.1f}" if is_smac else f"{x:.2f}" for x in scores)
         steps = sorted({s["global_step"] for s in summaries})
-        metric = "win rate %" if is_smac else "team return"
+        metric = "win rate %" if is_smac else ("score" if env_id.startswith("hanabi") else "team return")
         median, std, ci = np.median(scores), scores.std(), [float(c) for c in bootstrap_mean_ci(scores)]
         train = [100 * s["median_train_win_rate"] for s in summaries if is_smac and "median_train_win_rate" in s]
         train = train if len(train) == len(summaries) else []  # older runs logged no training win rate
@@ -241,7 +247,7 @@ def plot(runs, path):
     colours = {script: f"C{i}" for i, script in enumerate(scripts)}
     fig, axes = plt.subplots(2, len(envs), figsize=(4.5 * len(envs), 6.5), squeeze=False)
     for col, env_id in enumerate(envs):
-        is_smac = not env_id.startswith("simple_")
+        is_smac = scores_win_rate(env_id)
         key = "win_rate" if is_smac else "episodic_return"
         for row, (x_key, x_label) in enumerate((("step", "env steps"), ("wall_time", "wall time (s)"))):
             ax = axes[row][col]

@@ -55,6 +55,7 @@ def results(tmp_path):
     for (env_id, seed), wins in LAST10.items():
         write_run(tmp_path, env_id, seed, wins, train_wins=TRAIN_2S3Z[seed] if env_id == "2s3z" else None)
     write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
+    write_run(tmp_path, "hanabi", 1, [0.0] * 10, returns=[0.0] * 2 + [2.0] * 4 + [3.0] * 6)  # scored by return
     write_run(tmp_path, "3m", 4, [1.0] * 10, budget=10**9)  # stopped before its budget: left out of every result
     summarize.main(str(tmp_path), marl_eval=True)
     return tmp_path
@@ -67,13 +68,14 @@ def test_paper_table_medians(results):
     assert rows[("mappo", "3m")]["std"] == pytest.approx(np.std([20.0, 50.0, 60.0]))
     assert rows[("mappo", "2s3z")]["median"] == pytest.approx(90.0)
     assert rows[("mappo", "simple_spread_v3")]["median"] == pytest.approx(-19.0)  # median of 5 x -20, 5 x -18
+    assert (rows[("mappo", "hanabi")]["median"], rows[("mappo", "hanabi")]["metric"]) == (3.0, "score")
     assert rows[("mappo", "3m")]["first_0.8"] == [None, None, None]
     assert rows[("mappo", "2s3z")]["first_0.8"][0] == [3 * 3200, 30.0]  # the third evaluation, after 30 s
     md = (results / "summary.md").read_text()
     [row] = [line for line in md.splitlines() if line.startswith("| mappo | 3m | 3 |")]
     assert "| 100.0 |" in row  # the paper's number next to ours, in 3m's own row
     assert rows[("mappo", "3m")]["wall_time"] == [120.0, 120.0, 120.0]  # 12 evaluations, 10 s apart
-    assert "- mappo: all its runs together 0.2 h of wall time" in md  # 7 runs x 120 s = 840 s
+    assert "- mappo: all its runs together 0.3 h of wall time" in md  # 8 runs x 120 s = 960 s
     # the training win rate where every seed logged it, and the mean over seeds with its bootstrap interval
     two = rows[("mappo", "2s3z")]
     assert two["train_scores"] == pytest.approx([50.0, 60.0, 40.0]) and "train_scores" not in rows[("mappo", "3m")]
@@ -102,6 +104,7 @@ def test_marl_eval_json_and_plot(results):
     assert runs["run_1"]["absolute_metrics"]["win_rate"] == [0.5]
     assert runs["run_1"]["step_11"] == {"step_count": 12 * 3200, "win_rate": [0.5]}
     assert data["mpe"]["simple_spread_v3"]["mappo"]["run_0"]["absolute_metrics"]["episodic_return"] == [-19.0]
+    assert data["hanabi"]["hanabi"]["mappo"]["run_0"]["absolute_metrics"]["episodic_return"] == [3.0]
     assert (results / "curves.png").stat().st_size > 10_000
 
 

@@ -121,6 +121,41 @@ def test_presets_follow_the_paper_and_flags_win():
     assert mappo.parse_args(["--env-id", "3m"])[0].num_stacked_frames == 1
 
 
+def test_hanabi_presets_ours_and_the_papers():
+    args, _ = mappo.parse_args(["--env-id", "hanabi"])  # ours: the paper's settings at a scale for 2 CPU cores
+    assert (args.num_envs, args.num_steps, args.hidden_dim, args.update_epochs) == (128, 100, 128, 15)
+    assert (args.learning_rate, args.critic_learning_rate, args.ent_coef, args.death_masking) == (7e-4, 1e-3, 0.015, False)
+    args, _ = mappo.parse_args(["--env-id", "hanabi", "--paper-preset"])  # Tables 7, 13
+    assert (args.num_envs, args.num_steps, args.hidden_dim, args.num_layers, args.update_epochs) == (1000, 100, 512, 2, 15)
+    assert (args.learning_rate, args.critic_learning_rate, args.ent_coef) == (7e-4, 1e-3, 0.015)
+    assert (args.num_minibatches, args.gain, args.activation, args.paper_preset) == (1, 0.01, "relu", True)
+    assert mappo.parse_args(["--env-id", "hanabi", "--paper-preset", "--num-envs", "16"])[0].num_envs == 16
+    assert mappo.parse_args(["--env-id", "3m", "--paper-preset"])[0].num_envs == 8  # SMAC's defaults are the paper's
+
+
+def test_hanabi_adapter_turns_and_legal_moves():
+    """One player moves per env and turns alternate; the others' only legal move is the no-op (the last action);
+    rewards are whole points and an episode's return (its score) lies in 0..25."""
+    envs = mappo.make_env("hanabi", 16, seed=3)
+    nxt, rng = envs.reset(), np.random.default_rng(0)
+    assert (envs.num_agents, envs.num_actions, envs.obs_dim) == (2, 21, 658)
+    assert nxt["obs"].shape == (16, 2, 658) and nxt["env_state"].shape == (16, envs.state_dim) == (16, 2 * 5 * 25 + 2)
+    ep_return, returns = np.zeros(16), []
+    for _ in range(300):
+        alive, avail = nxt["alive"], nxt["avail"]
+        assert (alive.sum(1) == 1).all() and avail[alive].sum(-1).min() >= 1
+        assert (avail[~alive] == np.eye(21, dtype=bool)[-1]).all()  # waiting: the no-op only
+        nxt = envs.step((rng.random(avail.shape) * avail).argmax(-1))
+        done = nxt["terminated"]
+        assert not nxt["truncated"].any() and (nxt["reward"] == np.round(nxt["reward"])).all()
+        assert (nxt["alive"][~done] == alive[~done][:, ::-1]).all()  # the turn passes to the other player
+        assert (nxt["final_alive"][~done] == nxt["alive"][~done]).all()
+        ep_return += nxt["reward"]
+        returns += list(ep_return[done])
+        ep_return[done] = 0
+    assert len(returns) > 16 and all(0 <= r <= 25 for r in returns)
+
+
 def test_computed_fields_are_not_flags(capsys):
     for flag in ("--batch-size", "--minibatch-size", "--num-iterations"):
         with pytest.raises(SystemExit) as exit_info:
