@@ -59,9 +59,15 @@ def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple:
     return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
 
 
+def env_family(env_id: str) -> str:
+    """smaclite, mpe, hanabi or smax: the scripts' backend for env_id"""
+    prefixes = {"smaclite/": "smaclite", "simple_": "mpe", "hanabi": "hanabi"}
+    return next((family for prefix, family in prefixes.items() if env_id.startswith(prefix)), "smax")
+
+
 def scores_win_rate(env_id: str) -> bool:
     """SMAX and SMAClite maps are scored by win rate; MPE and Hanabi by return (Hanabi's: the game's score)."""
-    return not env_id.startswith(("simple_", "hanabi"))
+    return env_family(env_id) in ("smax", "smaclite")
 
 
 def marl_eval_json(runs) -> dict:
@@ -70,9 +76,7 @@ def marl_eval_json(runs) -> dict:
     for (script, env_id), summaries in sorted(runs.items()):
         is_smac = scores_win_rate(env_id)
         metric, key = ("win_rate", "median_win_rate") if is_smac else ("episodic_return", "median_return")
-        family = "smaclite" if env_id.startswith("smaclite/") else "smax" if is_smac else "mpe"
-        family = "hanabi" if env_id.startswith("hanabi") else family
-        task = out.setdefault(family, {}).setdefault(env_id.removeprefix("smaclite/"), {}).setdefault(script, {})
+        task = out.setdefault(env_family(env_id), {}).setdefault(env_id.removeprefix("smaclite/"), {}).setdefault(script, {})
         for i, s in enumerate(summaries):
             run = {f"step_{k}": {"step_count": e["step"], metric: [e[metric]]} for k, e in enumerate(s["evals"])}
             run["absolute_metrics"] = {metric: [s[key]]}
@@ -163,7 +167,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         paper = f"{table_1.get(map_name, '')} | {PAPER_ASYNC.get(map_name, '')}" if is_smac else " | "
         per_seed = ", ".join(f"{x:.1f}" if is_smac else f"{x:.2f}" for x in scores)
         steps = sorted({s["global_step"] for s in summaries})
-        metric = "win rate %" if is_smac else ("score" if env_id.startswith("hanabi") else "team return")
+        metric = "win rate %" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return")
         median, std, ci = np.median(scores), scores.std(), [float(c) for c in bootstrap_mean_ci(scores)]
         train = [100 * s["median_train_win_rate"] for s in summaries if is_smac and "median_train_win_rate" in s]
         train = train if len(train) == len(summaries) else []  # older runs logged no training win rate
