@@ -638,7 +638,8 @@ class HanabiVecEnv(JaxVecEnv):
             reset_st, reset_out = reset_one(reset_key)
             st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
             out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
-            out.update(reward=rewards["__all__"], terminated=done, truncated=done & False, won=done & False)
+            never = jnp.zeros_like(done)  # no time limit, no win
+            out.update(reward=rewards["__all__"], terminated=done, truncated=never, won=never)
             return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
         self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
