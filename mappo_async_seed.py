@@ -1,22 +1,17 @@
-# mappo_async_seed.py: SEED-style asynchronous MAPPO (env clients, batching inference server, learner over torch RPC).
-# Diff base: mappo.py. Details: README.md#mappo_async_seedpy
+# mappo_async_seed.py: MAPPO with SEED-style asynchronous acting (Fu et al. 2022). Diff base: mappo.py.
+# Details: README.md#mappo_async_seedpy
+# Args, env adapters, networks, acting (env clients, inference server), GAE, update, evaluation, training loop; then env
+# backends and plumbing.
 import os
-import sys
 
 os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
-# TensorPipe warns about every pipe closed at shutdown; a client also keeps c10d's C++ stack dumps (a learner that is
-# not there yet, say) off its stderr: it reports its own errors in one line
-os.environ.setdefault(
-    "TORCH_CPP_LOG_LEVEL", "FATAL" if "--role client" in " ".join(sys.argv) or "--role=client" in sys.argv else "ERROR"
-)
 
 import argparse
 import contextlib
 import copy
-import ctypes
-import errno
-import importlib.util
+import datetime
+import importlib
 import json
 import math
 import multiprocessing as mp
@@ -26,33 +21,27 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
+import sys
 import threading
 import time
-import urllib.parse
-import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import timedelta
-from typing import Annotated, Literal, Optional
+from functools import partial
+from typing import Literal, Optional
 
 import numpy as np
 import torch
 import torch.distributed as tdist
-import torch.distributed.rpc as rpc
 import torch.nn as nn
 import tyro
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from torch.utils.tensorboard import SummaryWriter
 
 from popart import MaskedCategorical, PopArt, masked_mean
 
-warnings.filterwarnings("ignore", message="You are using a Backend")  # raised inside torch's own rpc.init_rpc
-
 
 @dataclass
 class Args:
-    """Asynchronous MAPPO (Fu et al., SEED architecture) with the MAPPO paper's defaults (Yu et al. 2022), per env
-    family; any flag you pass wins. --num-envs envs in total: --num-clients clients x --num-splits splits x k envs.
+    """MAPPO (Yu et al. 2022) acting asynchronously as in Async MAPPO (Fu et al. 2022): --num-envs envs in total, stepped
+    by --num-clients env clients in --num-splits splits each. Defaults are the papers', per env family; flags win.
 
     | arg                  | SMAC/SMAX (paper)  | MPE (paper)            | source              |
     |----------------------|--------------------|------------------------|---------------------|
@@ -62,583 +51,103 @@ class Args:
     | activation           | relu               | tanh spread/speaker    | Tables 11, 12       |
     | state-type           | as                 | cl                     | Sections 4.2, 5     |
     | gamma / gae-lambda / clip / value clip / Huber delta / grad clip: 0.99 / 0.95 / 0.2 / 0.2 / 10 / 10 (Table 3) |
+    Hanabi (Tables 7, 13): 100 steps, lr 7e-4, critic lr 1e-3, 15 epochs, entropy 0.015, relu; 1000 envs and 512 wide
+    with --paper-preset, else ours for 2 CPU cores: 128 envs, 128 wide.
+    --recurrent on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
     """
 
     # experiment
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """name of this experiment, part of the run name"""
-    seed: int = 1
-    """seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)"""
-    torch_deterministic: bool = True
-    """sets `torch.backends.cudnn.deterministic`"""
-    cuda: bool = True
-    """train on the GPU when CUDA is available"""
-    track: bool = False
-    """log to Weights and Biases (tensorboard is always written to runs/)"""
-    wandb_project_name: str = "cleanmappo"
-    """the W&B project"""
-    wandb_entity: Optional[str] = None
-    """the W&B entity (team)"""
-    save_model: bool = False
-    """write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (Ctrl-C or --resume always write one)"""
-    save_interval: int = 0
-    """also write that checkpoint every N updates, so that a run killed without Ctrl-C can --resume (0: off)"""
-    resume: Optional[str] = None
-    """continue the run saved in this checkpoint: its args are the defaults, flags you pass win"""
-    eval_only: Optional[str] = None
-    """evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit"""
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]  # name of this experiment, part of the run name
+    seed: int = 1  # seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)
+    torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
+    cuda: bool = True  # train on the GPU when CUDA is available
+    track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
+    wandb_project_name: str = "cleanmappo"  # the W&B project
+    wandb_entity: Optional[str] = None  # the W&B entity (team)
+    save_model: bool = False  # write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (a stop or --resume always do)
+    save_interval: int = 0  # also write it every N updates, so that a run killed without Ctrl-C can --resume (0: off)
+    resume: Optional[str] = None  # continue the run saved in this checkpoint: its args are the defaults, flags you pass win
+    eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
-    env_id: str = "3m"
-    """a SMAX map (3m, 2s3z, 5m_vs_6m, ...), smaclite/<map> (2s3z, MMM2, ...), or an MPE task (simple_spread_v3, ...)"""
-    num_envs: int = 8
-    """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
-    num_steps: int = 400
-    """steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]"""
-    total_timesteps: int = 10_000_000
-    """env steps to train for [MAPPO: at most 10M on SMAC (Section 5)]"""
-    eval_interval: int = 1
-    """evaluate every this many updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]"""
-    eval_episodes: int = 32
-    """greedy episodes per evaluation [MAPPO: 32 test games]"""
-    num_workers: int = 0
-    """smaclite only: env worker processes, 0 = min(num envs, CPU cores)"""
-    num_stacked_frames: int = 1
-    """observations stacked per agent, 1 = none [MAPPO: 4 with its MLP on 3s_vs_4z, 3s_vs_5z (Table 12); 1 with a GRU]"""
+    env_id: str = "3m"  # SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p) [ours]
+    num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
+    num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
+    total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
+    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]
+    eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
+    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
+    num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
+    paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 envs, 128 wide, for 2 cores]
 
     # algorithm
-    learning_rate: float = 5e-4
-    """actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]"""
-    critic_learning_rate: float = 5e-4
-    """critic learning rate [MAPPO: same as the actor's]"""
-    anneal_lr: bool = False
-    """linearly anneal both learning rates to 0 [MAPPO: off]"""
-    gamma: float = 0.99
-    """discount [MAPPO: 0.99 (Table 3)]"""
-    gae_lambda: float = 0.95
-    """GAE lambda [MAPPO: 0.95 (Table 3)]"""
-    num_minibatches: int = 1
-    """mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]"""
-    update_epochs: int = 15
-    """PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]"""
-    norm_adv: bool = True
-    """normalise advantages over the active agent-steps of the batch [MAPPO: on]"""
-    clip_coef: float = 0.2
-    """PPO ratio clip [MAPPO: 0.2 (Table 3)]"""
-    clip_vloss: bool = True
-    """clip the value change around the rollout's value, by clip-coef [MAPPO: value clip 0.2 (Table 3)]"""
-    ent_coef: float = 0.01
-    """entropy bonus [MAPPO: 0.01]"""
-    vf_coef: float = 1.0
-    """value loss weight [MAPPO: 1, separate actor and critic optimisers]"""
-    max_grad_norm: float = 10.0
-    """gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]"""
-    use_huber: bool = True
-    """Huber value loss; off: squared error [MAPPO: Huber (Table 3)]"""
-    huber_delta: float = 10.0
-    """Huber delta [MAPPO: 10 (Table 3)]"""
-    use_popart: bool = True
-    """PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]"""
-    hidden_dim: int = 64
-    """width of the hidden layers [MAPPO: 64 (Tables 5, 6)]"""
-    num_layers: int = 2
-    """hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]"""
-    activation: Literal["relu", "tanh"] = "relu"
-    """hidden activation [MAPPO: ReLU SMAC (Table 12); Tanh spread and speaker-listener (Table 11)]"""
-    use_feature_norm: bool = True
-    """LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]"""
-    gain: float = 0.01
-    """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]"""
-    state_type: Literal["as", "ep", "cl"] = "as"
-    """critic input: as = env state + own obs + id, ep = env state + id, cl = all obs [MAPPO: as SMAC, cl MPE]"""
-    death_masking: bool = True
-    """a dead agent's critic input is zeros + its agent id (all zeros with cl, which has no id) [MAPPO: on, Suggestion 5]"""
-    policy_active_masks: bool = True
-    """leave dead agents' steps out of the policy loss and entropy [MAPPO: on]"""
-    value_active_masks: bool = False
-    """leave dead agents' steps out of the value loss [MAPPO: off, train_smac.sh passes the store_false flag]"""
-    recurrent: bool = False
-    """MLP -> GRU -> LayerNorm actor and critic as mappo_rnn.py: the server keeps a hidden state per (client, split,
-    env, agent), the learner trains by chunks; on the maps of Async MAPPO Table 2 it also sets that table's batch
-    magnification (num-envs = 8 x it) and sample reuse (update-epochs) [Async MAPPO: MLP + GRU (Table 2); off: mappo.py]"""
-    data_chunk_length: int = 10
-    """--recurrent: BPTT chunk length, steps [MAPPO: 10 (Table 3)]"""
+    learning_rate: float = 5e-4  # actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
+    critic_learning_rate: float = 5e-4  # critic learning rate [MAPPO: same as the actor's]
+    anneal_lr: bool = False  # linearly anneal both learning rates to 0 [MAPPO: off]
+    gamma: float = 0.99  # discount [MAPPO: 0.99 (Table 3)]
+    gae_lambda: float = 0.95  # GAE lambda [MAPPO: 0.95 (Table 3)]
+    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]
+    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]
+    norm_adv: bool = True  # normalise advantages over the active agent-steps of the batch [MAPPO: on]
+    clip_coef: float = 0.2  # PPO ratio clip [MAPPO: 0.2 (Table 3)]
+    clip_vloss: bool = True  # clip the value change around the rollout's value by clip-coef [MAPPO: value clip 0.2 (Table 3)]
+    ent_coef: float = 0.01  # entropy bonus [MAPPO: 0.01]
+    vf_coef: float = 1.0  # value loss weight [MAPPO: 1, separate actor and critic optimisers]
+    max_grad_norm: float = 10.0  # gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]
+    use_huber: bool = True  # Huber value loss; off: squared error [MAPPO: Huber (Table 3)]
+    huber_delta: float = 10.0  # Huber delta [MAPPO: 10 (Table 3)]
+    use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
+    hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
+    num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
+    activation: Literal["relu", "tanh"] = "relu"  # hidden activation [MAPPO: ReLU SMAC; Tanh spread, speaker (Tables 11, 12)]
+    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]
+    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]
+    state_type: Literal["as", "ep", "cl"] = "as"  # critic sees: as state+obs+id, ep state+id, cl all obs [MAPPO: as; cl MPE]
+    death_masking: bool = True  # a dead agent's critic input is zeros + its id (cl: all zeros) [MAPPO: on, Suggestion 5]
+    policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
+    value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
+    recurrent: bool = False  # GRU actor and critic as mappo_rnn.py [Async MAPPO: MLP + GRU (Table 2); ours: mappo.py's MLP]
+    data_chunk_length: int = 10  # --recurrent: BPTT chunk length [MAPPO: 10 (Table 3)]
 
-    # async (SEED) architecture
-    asynchronous: Annotated[bool, tyro.conf.arg(name="async")] = True
-    """env clients, inference server and learner run concurrently; --no-async runs the same networks and update
-    serially in one process (the speed-up baseline)"""
-    num_clients: int = 2
-    """env client processes"""
-    num_splits: int = 2
-    """env splits per client, stepped in turn while the other splits wait for actions [Async MAPPO: 2 is best]"""
-    envs_per_split: int = 0
-    """envs per split (k); 0 = num-envs / (num-clients * num-splits); when set, num-envs = clients * splits * k"""
-    server_batch: int = 0
-    """requests (one split each) per inference batch, 0 = num-clients; at most num-clients x num-splits"""
-    flush_timeout: float = 0.002
-    """seconds the server waits to fill a batch before it runs a partial one (never hangs on a partial batch)"""
-    max_policy_lag: int = 4
-    """a rollout segment with a step acted by a policy more than this many updates old is dropped (and counted)"""
-    role: Literal["all", "learner", "client"] = "all"
-    """all: learner + server here, --num-clients local client processes; learner / client: one role of a multi-machine
-    run (README.md#multi-machine)"""
-    rank: int = 0
-    """client role: this client's RPC rank, 1 .. world-size - 1 (the learner is rank 0)"""
-    world_size: int = 0
-    """learner and client roles: learner + clients; 0 = num-clients + 1"""
-    master_addr: str = "127.0.0.1"
-    """the learner's address (an address of one of its interfaces): the rendezvous store binds to it (to all interfaces,
-    with a warning, if it is not local), TensorPipe to the loopback interface when it is 127.0.0.1 or localhost"""
-    master_port: int = 29500
-    """the learner's rendezvous port (learner and client roles)"""
-    rpc_timeout: float = 60.0
-    """seconds before an RPC call or the rendezvous fails; a client waiting for its actions pings the learner this often"""
-    client_timeout: float = 30.0
-    """seconds without a request from a client before the learner gives up on it"""
-    init_method: Optional[str] = None
-    """rendezvous URL of --role learner/client; default tcp://master-addr:master-port (--role all: a file store)"""
+    # SEED architecture
+    num_clients: int = 2  # env client processes [ours]
+    num_splits: int = 2  # env splits per client, stepped in turn while the others wait for actions [Async MAPPO: 2 best]
+    server_batch: int = 0  # requests (one split each) per policy forward; 0: num-clients [ours]
+    flush_timeout: float = 0.002  # seconds the server waits to fill a batch before it runs a partial one [ours]
+    max_policy_lag: int = 1  # acting runs at most this many rollouts ahead of the learner; 0: synchronous [ours]
+    role: Literal["all", "learner", "client"] = "all"  # all: learner + local clients; learner, client: one machine's part
+    rank: int = 0  # --role client: this client's number, 1 .. num-clients
+    master_addr: str = "127.0.0.1"  # the learner's address; the rendezvous listens there only
+    master_port: int = 29500  # the learner's rendezvous port (--role all: a free one)
+    client_timeout: float = 60.0  # seconds: the rendezvous's limit, and a client's silence before the learner gives up
 
     # computed, not flags
-    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) num_envs * num_steps env steps per rollout"""
-    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) chunks per mini-batch: ceil(ceil(num_steps / C) * num_envs * num_agents / num_minibatches), C = the
-    chunk length with --recurrent, else 1 (a chunk is then one agent-step)"""
-    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)
-    """(computed) total_timesteps // batch_size"""
+    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs * num_steps env steps per rollout
+    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # chunks: ceil(chunks per rollout / minibatches)
+    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)  # total_timesteps // batch_size
+    envs_per_split: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs // (num_clients * num_splits)
 
     def __post_init__(self):
         self.batch_size = self.num_envs * self.num_steps
+        self.envs_per_split = self.num_envs // max(self.num_clients * self.num_splits, 1)
         self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
 
 
-MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
-SMAC_PRESET = dict(num_envs=8, num_steps=400, learning_rate=5e-4, critic_learning_rate=5e-4, update_epochs=15)
-SMAC_PRESET.update(num_minibatches=1, gain=0.01, activation="relu", state_type="as", eval_interval=1)
-MPE_PRESET = dict(SMAC_PRESET, num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
-# MAPPO Table 12: per-map epochs, mini-batches and head gain (maps not listed: 15, 1, 0.01)
-SMAC_MAP_PRESETS = {
-    **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
-    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
-    "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
-    **{m: dict(num_stacked_frames=4) for m in ("3s_vs_4z", "3s_vs_5z")},  # the paper's MLP maps: 4 stacked frames
-}
-# Async MAPPO Table 2 (--recurrent): batch magnification over the serial 8 envs x 400 steps -> num-envs, sample reuse
-ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
-ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
-ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
-MPE_TASK_PRESETS = {  # MAPPO Table 11
-    "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
-    "simple_reference_v3": dict(update_epochs=15, activation="relu"),
-    "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
-}
-# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
-SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
-SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
-SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
-SMACLITE_INSTALL = (
-    "SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system library\n"
-    "that its Rtree dependency needs:\n"
-    "  sudo apt-get install libspatialindex-dev\n"
-    "  pip install Rtree==1.0.0 scikit-learn\n"
-    "  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git\n"
-    "(--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce.)"
-)
-
-
-def fail(message: str):
-    """Bad input: a message on stderr and exit status 2, no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-@contextlib.contextmanager
-def quiet():
-    """Silences stdout down to file descriptor 1: importing jaxmarl swaps sys.stdout and prints about optional
-    submodules; SMAClite prints which RVO2 port it uses."""
-    sys.stdout.flush()
-    saved_fd, saved_stdout = os.dup(1), sys.stdout
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout = saved_stdout
-            os.dup2(saved_fd, 1)
-            os.close(saved_fd)
-
-
-def smax_maps() -> list[str]:
-    with quiet():
-        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-    return sorted(MAP_NAME_TO_SCENARIO)
-
-
-def smaclite_maps() -> list[str]:
-    try:
-        import gymnasium as gym
-        import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
-    except ImportError:
-        fail(SMACLITE_INSTALL)
-    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
-
-
-def env_presets(env_id: str, recurrent: bool = False) -> dict:
-    """The paper's settings for env_id; exits 2 with the list of valid ids when env_id is unknown."""
-    if recurrent:  # Table 2's batch and reuse on its maps (SMAX or SMAClite), MAPPO's settings elsewhere
-        return {**env_presets(env_id), "num_stacked_frames": 1, **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
-    if env_id in MPE_ENVS:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
-    if env_id.startswith("smaclite/"):
-        map_name = env_id[len("smaclite/") :]
-        if map_name not in smaclite_maps():
-            fail(f"unknown SMAClite map {map_name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in smaclite_maps()))
-        return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(map_name, {}), "eval_interval": 5}
-    if env_id not in smax_maps():
-        fail(
-            f"unknown --env-id {env_id!r}. Valid ids:\n  SMAX: {', '.join(smax_maps())}\n  MPE: {', '.join(MPE_ENVS)}\n"
-            "  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
-        )
-    return {**SMAC_PRESET, **SMAC_MAP_PRESETS.get(env_id, {})}
-
-
-def validate(args: Args):
-    positive = ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate")
-    positive += ("num_stacked_frames", "num_clients", "num_splits", "envs_per_split", "server_batch", "rpc_timeout")
-    positive += ("client_timeout", "data_chunk_length")
-    positive += ("num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef", "max_grad_norm", "huber_delta")
-    for name in positive:
-        if not getattr(args, name) > 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "flush_timeout"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
-    if args.role == "client" and not 1 <= args.rank < args.world_size:
-        fail(f"--rank {args.rank} must be in 1 .. --world-size - 1 = {args.world_size - 1} for a client")
-    if args.role != "client" and args.server_batch > args.num_clients * args.num_splits:  # it would never fill
-        fail(
-            f"--server-batch {args.server_batch} exceeds the {args.num_clients * args.num_splits} requests that can be "
-            "outstanding (one per split: --num-clients x --num-splits)"
-        )
-    if args.max_policy_lag < 0:
-        fail(f"--max-policy-lag must be >= 0, got {args.max_policy_lag}")
-    if args.resume and args.eval_only:
-        fail("--resume and --eval-only are exclusive: give one checkpoint")
-    if args.track and importlib.util.find_spec("wandb") is None:
-        fail("--track needs wandb: pip install wandb")
-    if args.recurrent and args.data_chunk_length > args.num_steps:  # a chunk holds one env's steps of one rollout
-        fail(f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}")
-    if not 0 < args.gamma <= 1:  # a discount above 1 sends the returns (and PopArt) off to infinity
-        fail(f"--gamma must be in (0, 1], got {args.gamma}")
-    if not 0 <= args.gae_lambda <= 1:
-        fail(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
-    if args.total_timesteps < args.batch_size and not args.eval_only:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one rollout (num-envs * num-steps = {args.batch_size})")
-
-
-def load_checkpoint(path: str) -> dict:
-    """Loads a checkpoint with weights_only=True; anything else exits 2 with a message."""
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        fail(f"checkpoint {path!r} does not exist")
-    except Exception as e:
-        fail(f"{path!r} is not a cleanmappo checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    if not isinstance(ckpt, dict) or ckpt.get("format") != "cleanmappo" or "actor" not in ckpt:
-        fail(f"{path!r} is not a cleanmappo checkpoint (no 'format': 'cleanmappo' entry)")
-    if ckpt.get("script") != os.path.basename(__file__):
-        fail(f"{path!r} was written by {ckpt.get('script')}, not {os.path.basename(__file__)}")
-    return ckpt
-
-
-def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
-    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id."""
-    pre = argparse.ArgumentParser(add_help=False)
-    for name, alias in (("--env-id", "--env_id"), ("--resume", "--resume"), ("--eval-only", "--eval_only")):
-        pre.add_argument(name, alias)
-    pre.add_argument("--recurrent", action="store_true")
-    pre.add_argument("--no-recurrent", dest="recurrent", action="store_false")
-    known, _ = pre.parse_known_args(argv)
-    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
-    init_names = [f.name for f in fields(Args) if f.init]
-    if ckpt is not None:
-        saved = {k: v for k, v in ckpt["args"].items() if k in init_names}
-        # values derived below from the client count go back to auto, so that --num-clients on resume wins over them
-        saved["envs_per_split"] = 0  # num_envs, saved, holds clients x splits x k
-        saved["world_size"] = 0 if saved["world_size"] == saved["num_clients"] + 1 else saved["world_size"]
-        saved["server_batch"] = 0 if saved["server_batch"] == saved["num_clients"] else saved["server_batch"]
-        defaults = replace(Args(**saved), resume=None, eval_only=None, env_id=known.env_id or saved["env_id"])
-    else:
-        env_id = known.env_id or Args.env_id
-        defaults = Args(env_id=env_id, **env_presets(env_id, known.recurrent))
-    args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
-    if args.role == "learner" and args.world_size:
-        args.num_clients = args.world_size - 1
-    args.world_size = args.world_size or args.num_clients + 1
-    if args.role == "all" and args.world_size != args.num_clients + 1:
-        fail(f"--world-size {args.world_size} must be --num-clients + 1 = {args.num_clients + 1} when all roles run here")
-    num_splits = max(args.num_clients, 1) * max(args.num_splits, 1)
-    if args.envs_per_split > 0:
-        args.num_envs = num_splits * args.envs_per_split
-    elif args.num_envs % num_splits:
-        fail(
-            f"--num-envs {args.num_envs} (yours, or the preset of {args.env_id}) is not a multiple of --num-clients x "
-            f"--num-splits = {num_splits}; pass --num-envs or --envs-per-split"
-        )
-    else:
-        args.envs_per_split = args.num_envs // num_splits
-    args.server_batch = args.server_batch or args.num_clients
-    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
-    if ckpt is not None:
-        env_presets(args.env_id)  # exits 2 on an unknown id (the presets path checked it already)
-    validate(args)
-    return args, ckpt
-
-
-# ENV ADAPTERS: every backend steps all its envs in one call and returns numpy arrays
-# reset() -> obs (E,A,O), env_state (E,S), avail (E,A,U) bool, alive (E,A) bool
-# step(actions (E,A)) -> the same for the next step (after auto-reset), plus reward (E,) team reward,
-#   terminated (E,) side wiped out, truncated (E,) time limit, won (E,), and final_obs/final_state/final_alive:
-#   the last observation of an episode that ended at this step, before the reset (bootstrapping on truncation)
-class SMAXVecEnv:
-    """JaxMARL SMAX vs its heuristic enemy: num_envs envs in one jitted, vmapped call, one host copy per step."""
-
-    is_smac = True
-
-    def __init__(self, map_name: str, num_envs: int, seed: int):
-        import jax
-        import jax.numpy as jnp
-
-        with quiet():
-            from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
-        # the env kwargs of JaxMARL's SMAX baselines
-        env = HeuristicEnemySMAX(
-            scenario=map_name_to_scenario(map_name), see_enemy_actions=True, walls_cause_death=True, attack_mode="closest"
-        )
-        A = env.num_allies
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
-        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
-
-        def observe(st):
-            obs = env.get_obs(st)
-            avail = env.get_avail_actions(st)
-            return dict(
-                obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
-                env_state=env.get_world_state(st),  # (S,)
-                avail=jnp.stack([avail[a] for a in env.agents]).astype(bool),  # (A,U)
-                alive=st.state.unit_alive[:A],  # (A,)
-            )
-
-        def reset_one(key):
-            _, st = env.reset(key)
-            return st, observe(st)
-
-        def step_one(key, st, actions):
-            step_key, reset_key = jax.random.split(key)
-            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
-            final = observe(st)
-            allies_dead = ~st.state.unit_alive[:A].any()
-            enemies_dead = ~st.state.unit_alive[A:].any()
-            terminated = allies_dead | enemies_dead
-            reset_st, reset_obs = reset_one(reset_key)
-            done = dones["__all__"]
-            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
-            nxt = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_obs, final)
-            out = dict(nxt, reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
-            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
-            return st, dict(out, final_alive=final["alive"])
-
-        def vreset(key):
-            key, sub = jax.random.split(key)
-            st, out = jax.vmap(reset_one)(jax.random.split(sub, num_envs))
-            return key, st, out
-
-        def vstep(key, st, actions):
-            key, sub = jax.random.split(key)
-            st, out = jax.vmap(step_one)(jax.random.split(sub, num_envs), st, actions)
-            return key, st, out
-
-        self._reset, self._step = jax.jit(vreset), jax.jit(vstep)
-        self._key, self._state, self._jnp = jax.random.PRNGKey(seed), None, jnp
-
-    def reset(self) -> dict:
-        self._key, self._state, out = self._reset(self._key)
-        return {k: np.array(v) for k, v in out.items()}  # writable host copies
-
-    def step(self, actions: np.ndarray) -> dict:
-        self._key, self._state, out = self._step(self._key, self._state, self._jnp.asarray(actions, dtype=np.int32))
-        return {k: np.array(v) for k, v in out.items()}  # one host copy of everything
-
-    def close(self):
-        pass
-
-
-class MPEVecEnv:
-    """PettingZoo MPE (mpe2), parallel API, discrete actions. Agents are padded to the largest obs and action
-    sizes (padded actions unavailable); the team reward is the mean of the agents' rewards; env state = all obs."""
-
-    is_smac = False
-
-    def __init__(self, env_id: str, num_envs: int, seed: int):
-        module = importlib.import_module(f"mpe2.{env_id}")
-        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
-        self.agents = self.envs[0].possible_agents
-        obs_dims = [self.envs[0].observation_space(a).shape[0] for a in self.agents]
-        act_dims = [int(self.envs[0].action_space(a).n) for a in self.agents]
-        E, A = num_envs, len(self.agents)
-        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, max(obs_dims), max(act_dims)
-        self.state_dim, self.obs_dims, self.seed, self.seeded = A * self.obs_dim, obs_dims, seed, False
-        avail = np.arange(self.num_actions)[None, None, :] < np.array(act_dims)[None, :, None]  # (1,A,U)
-        self.avail = np.ascontiguousarray(np.broadcast_to(avail, (E, A, self.num_actions)))  # constant: made once
-
-    def _write_obs(self, buf: np.ndarray, i: int, obs: dict):
-        for j, a in enumerate(self.agents):
-            buf[i, j, : self.obs_dims[j]] = obs[a]
-
-    def _pack(self, obs: np.ndarray) -> dict:
-        E, A = self.num_envs, self.num_agents
-        return dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=np.ones((E, A), dtype=bool))
-
-    def reset(self) -> dict:
-        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)
-        for i, env in enumerate(self.envs):
-            self._write_obs(obs, i, env.reset(seed=None if self.seeded else self.seed + i)[0])
-        self.seeded = True
-        return self._pack(obs)
-
-    def step(self, actions: np.ndarray) -> dict:
-        E, A = self.num_envs, self.num_agents
-        obs = np.zeros((E, A, self.obs_dim), dtype=np.float32)
-        final_obs = np.zeros_like(obs)
-        reward, terminated, truncated = np.zeros(E, dtype=np.float32), np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
-        for i, (env, acts) in enumerate(zip(self.envs, actions.tolist())):
-            o, r, term, trunc, _ = env.step(dict(zip(self.agents, acts)))
-            reward[i] = sum(r.values()) / A
-            terminated[i], truncated[i] = all(term.values()), all(trunc.values()) and not all(term.values())
-            if terminated[i] or truncated[i]:
-                self._write_obs(final_obs, i, o)
-                o = env.reset()[0]
-            self._write_obs(obs, i, o)
-        out = self._pack(obs)
-        out.update(reward=reward, terminated=terminated, truncated=truncated, won=np.zeros(E, dtype=bool))
-        out.update(final_obs=final_obs, final_state=final_obs.reshape(E, -1), final_alive=np.ones((E, A), dtype=bool))
-        return out
-
-    def close(self):
-        for env in self.envs:
-            env.close()
-
-
-def smaclite_worker(remote, map_name: str, seeds: list[int], time_limit: int):
-    """Steps a slice of SMAClite envs in a child process; answers 'reset', 'step' and 'close' on its pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
-    import gymnasium as gym
-    import smaclite  # noqa: F401
-
-    with quiet():
-        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=time_limit) for _ in seeds]
-
-    def observe(env, obs):
-        u = env.unwrapped
-        alive = np.zeros(u.n_agents, dtype=bool)
-        alive[list(u.agents)] = True
-        return np.stack(obs), u.get_state(), np.stack(u.get_avail_actions()) > 0, alive
-
-    def pack(rows):
-        return {k: np.stack(v) for k, v in zip(("obs", "env_state", "avail", "alive"), zip(*rows))}
-
-    try:
-        while True:
-            cmd, data = remote.recv()
-            if cmd == "reset":
-                remote.send(pack([observe(env, env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]))
-            elif cmd == "step":
-                rows, finals, extra = [], [], []
-                for env, acts in zip(envs, data.tolist()):
-                    obs, reward, term, trunc, info = env.step(acts)
-                    row = observe(env, obs)
-                    finals.append(row)
-                    if term or trunc:
-                        row = observe(env, env.reset()[0])
-                    rows.append(row)
-                    extra.append((reward, term, trunc and not term, info.get("battle_won", False)))
-                out = pack(rows)
-                final = pack(finals)
-                out.update(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
-                for k, v in zip(("reward", "terminated", "truncated", "won"), zip(*extra)):
-                    out[k] = np.array(v, dtype=np.float32 if k == "reward" else bool)
-                remote.send(out)
-            elif cmd == "close":
-                break
-    except (EOFError, BrokenPipeError):  # the parent is gone
-        pass
-    finally:
-        for env in envs:
-            env.close()
-
-
-class SMACliteVecEnv:
-    """SMAClite (pure Python, slow): envs split over worker processes that step in parallel."""
-
-    is_smac = True
-
-    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
-        import gymnasium as gym
-
-        smaclite_maps()  # exits with the install line when SMAClite is missing
-        with quiet():
-            u = gym.make(f"smaclite/{map_name}-v0").unwrapped
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
-        self.state_dim, self.num_actions = u.state_size, u.n_actions
-        num_workers = min(num_envs, num_workers or os.cpu_count() or 1)
-        ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
-        slices = np.array_split(np.arange(num_envs), num_workers)
-        self.slices, self.remotes, self.procs = slices, [], []
-        for idx in slices:
-            parent, child = ctx.Pipe()
-            args = (child, map_name, [seed + int(i) for i in idx], SMAC_EPISODE_LIMITS.get(map_name, 200))
-            proc = ctx.Process(target=smaclite_worker, args=args, daemon=True)  # daemon: dies with the run
-            proc.start()
-            child.close()
-            self.remotes.append(parent)
-            self.procs.append(proc)
-
-    def _gather(self) -> dict:
-        parts = [remote.recv() for remote in self.remotes]
-        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-    def reset(self) -> dict:
-        for remote in self.remotes:
-            remote.send(("reset", None))
-        return self._gather()
-
-    def step(self, actions: np.ndarray) -> dict:
-        for remote, idx in zip(self.remotes, self.slices):
-            remote.send(("step", actions[idx]))
-        return self._gather()
-
-    def close(self):
-        for remote in self.remotes:
-            with contextlib.suppress(OSError):
-                remote.send(("close", None))
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-
-
+# ========================================= ENV ADAPTERS ===========================================
+# Each backend steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
+# avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
+# terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
+# this step observed before any reset (after a truncation, GAE bootstraps from its value).
 class FrameStack:
-    """Wraps a vec env: each agent's observation becomes its last k observations (E,A,k*O), oldest first; a new
-    episode starts from zeros. The env state is not stacked."""
+    """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
+    The env state is not stacked."""
 
     def __init__(self, envs, k: int):
-        self.envs, self.k, self.stack = envs, k, None
+        self.envs, self.k, self.obs_dim, self.state_dim, self.is_smac = envs, k, k * envs.obs_dim, envs.state_dim, envs.is_smac
         self.num_envs, self.num_agents, self.num_actions = envs.num_envs, envs.num_agents, envs.num_actions
-        self.obs_dim, self.state_dim, self.is_smac = k * envs.obs_dim, envs.state_dim, envs.is_smac
 
-    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)  # (E,A,k,O)
+    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
+        return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)
 
     def reset(self) -> dict:
         out = self.envs.reset()
@@ -647,8 +156,8 @@ class FrameStack:
 
     def step(self, actions: np.ndarray) -> dict:
         out = self.envs.step(actions)
-        final = self._push(self.stack, out["final_obs"])  # the stack that ends an episode, where one ended
-        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]
+        final = self._push(self.stack, out["final_obs"])  # the stack this step observed, before any reset
+        new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]  # (E,1,1,1)
         self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
         E, A = self.num_envs, self.num_agents
         return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
@@ -660,6 +169,8 @@ class FrameStack:
 def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
     if env_id in MPE_ENVS:
         envs = MPEVecEnv(env_id, num_envs, seed)
+    elif env_id in HANABI_PLAYERS:
+        envs = HanabiVecEnv(env_id, num_envs, seed)
     elif env_id.startswith("smaclite/"):
         envs = SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
     else:
@@ -667,26 +178,26 @@ def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_st
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
-# ALGO LOGIC: inputs of the actor and the critic
+# ===================================== ALGO LOGIC: networks =======================================
 def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
     """obs (...,A,O), agent_ids (A,A) one-hot -> (...,A,O+A): parameter sharing with the agent id"""
     return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
 
 
 def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_masking: bool) -> torch.Tensor:
-    """obs (E,A,O), env_state (E,S_env), alive (E,A) bool, agent_ids (A,A) -> agent-specific global state (E,A,S)"""
-    E, A, _ = obs.shape
+    """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A) -> agent-specific global state (...,A,S)"""
+    A = obs.shape[-2]
     if state_type == "as":  # MAPPO Suggestion 2: env state + the agent's own features
-        features = torch.cat([env_state.unsqueeze(1).expand(E, A, -1), obs], dim=-1)  # (E,A,S_env+O)
+        features = torch.cat([env_state.unsqueeze(-2).expand(*alive.shape, -1), obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = env_state.unsqueeze(1).expand(E, A, -1)  # (E,A,S_env)
+        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     else:  # cl: the concatenation of all local observations, the MPE global state of the paper
-        features = obs.reshape(E, 1, -1).expand(E, A, -1)  # (E,A,A*O)
+        features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
     if death_masking:  # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
         features = features * alive.unsqueeze(-1).to(features.dtype)
     if state_type == "cl":
         return features
-    return torch.cat([features, agent_ids.expand(E, A, A)], dim=-1)
+    return torch.cat([features, agent_ids.expand(*alive.shape, A)], dim=-1)
 
 
 def layer_init(layer: nn.Linear, gain: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
@@ -724,52 +235,41 @@ def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.T
 
 
 class Actor(nn.Module):
-    """MLP -> policy head; with recurrent, MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
+    """MLP -> policy head; --recurrent: MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
 
-    def __init__(
-        self,
-        in_dim,
-        num_actions,
-        hidden_dim=64,
-        num_layers=2,
-        activation="relu",
-        use_feature_norm=True,
-        gain=0.01,
-        recurrent=False,
-    ):
+    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01,
+                 recurrent=False):  # fmt: skip
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
-        self.gru = gru_cell(hidden_dim) if recurrent else None
-        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
+        self.gru, self.gru_norm = (gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)) if recurrent else (None, None)
+        self.hidden_size = hidden_dim if recurrent else 0  # feed-forward: hidden states of width 0, passed along
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
-    def forward(self, x: torch.Tensor, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """feed-forward: x (...,in) -> logits (...,U), None. recurrent: x (T,...,in), h (...,H), starts (T,...)
-        -> logits (T,...,U), hidden states after each step (T,...,H)"""
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> logits (T,...,U), hidden states after each step (T,...,H)"""
         if self.gru is None:
-            return self.head(self.body(x)), None
+            return self.head(self.body(x)), x.new_zeros((*x.shape[:-1], 0))
         out = gru_scan(self.gru, self.body(x), h, starts)
         return self.head(self.gru_norm(out)), out
 
 
 class Critic(nn.Module):
-    """MLP -> PopArt value head; with recurrent, MLP -> GRU -> LayerNorm -> PopArt value head"""
+    """MLP -> PopArt value head; --recurrent: MLP -> GRU -> LayerNorm -> PopArt value head"""
 
     def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, recurrent=False):
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
-        self.gru = gru_cell(hidden_dim) if recurrent else None
-        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
+        self.gru, self.gru_norm = (gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)) if recurrent else (None, None)
         self.popart = PopArt(hidden_dim, 1)  # identity statistics unless --use-popart updates them
 
-    def forward(self, x: torch.Tensor, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """as Actor.forward -> normalised values (...,), hidden states (T,...,H) or None"""
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> normalised values (T,...), hidden states after each step (T,...,H)"""
         if self.gru is None:
-            return self.popart(self.body(x)).squeeze(-1), None
+            return self.popart(self.body(x)).squeeze(-1), x.new_zeros((*x.shape[:-1], 0))
         out = gru_scan(self.gru, self.body(x), h, starts)
         return self.popart(self.gru_norm(out)).squeeze(-1), out
 
-    def value(self, x, h=None, starts=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def value(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
         """as forward, with the values in return units"""
         v, out = self.forward(x, h, starts)
         return self.popart.denormalize(v.unsqueeze(-1)).squeeze(-1), out
@@ -777,13 +277,267 @@ class Critic(nn.Module):
 
 def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
     """(T,E,A,...) -> (C, K*E*A, ...): each agent's rollout cut into K = ceil(T/C) chunks of C steps, the last one
-    zero-padded at its end (padded steps are masked out of the losses). C = 1 is the flat batch of mappo.py."""
+    zero-padded at its end (padded steps are masked out of the losses). C = 1: mappo.py's flat batch"""
     T, C = x.shape[0], chunk_length
     K = math.ceil(T / C)
     x = torch.cat([x, x.new_zeros((K * C - T, *x.shape[1:]))]) if K * C > T else x
     return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])  # chunk index = (k, e, a)
 
 
+# ================================ ALGO LOGIC: acting (SEED) ====================================
+# A request is one split's step as one float32 message: a header (the split, whether an outcome comes with it, the
+# client's env seconds so far), what the split's k envs observe now, and the outcome of their previous step (zeros after
+# the first reset). The answer is the split's actions (k*A,), or -1s when the run is over.
+HEADER, BOOLS = 3, ("avail", "alive", "terminated", "truncated", "won", "final_alive")
+OUTCOME = ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")  # as mappo.py's rollout keeps
+
+
+def message_layout(k: int, A: int, O: int, S: int, U: int) -> dict:
+    """field -> its shape in a request from a split of k envs, in message order"""
+    observed = dict(obs=(k, A, O), env_state=(k, S), avail=(k, A, U), alive=(k, A))
+    outcome = dict(reward=(k,), terminated=(k,), truncated=(k,), won=(k,), final_obs=(k, A, O), final_state=(k, S))
+    return dict(observed, **outcome, final_alive=(k, A))
+
+
+def pack(out: dict, layout: dict, header: tuple) -> torch.Tensor:
+    fields = [np.asarray(out[k] if k in out else np.zeros(shape), np.float32).ravel() for k, shape in layout.items()]
+    return torch.from_numpy(np.concatenate([np.asarray(header, np.float32), *fields]))
+
+
+def unpack(message: np.ndarray, layout: dict) -> dict:
+    ends = np.cumsum([HEADER, *(math.prod(shape) for shape in layout.values())])
+    fields = {k: message[i:j].reshape(shape) for (k, shape), i, j in zip(layout.items(), ends[:-1], ends[1:])}
+    return {k: v.astype(bool) if k in BOOLS else v for k, v in fields.items()}
+
+
+def env_client(args: Args, client: int):
+    """An env client (process rank client + 1) steps its splits in turn: once split s's step is sent it steps split
+    s+1, whose actions came back meanwhile, so its CPU does not wait on inference [Async MAPPO: multiple buffering].
+    Env i of the run gets seed + i, as in mappo.py. Returns when answered -1 (the run is over)."""
+    m, k = args.num_splits, args.envs_per_split
+    splits = [make_env(args.env_id, k, args.seed + (client * m + s) * k, args.num_workers, args.num_stacked_frames)
+              for s in range(m)]  # fmt: skip
+    layout = message_layout(k, splits[0].num_agents, splits[0].obs_dim, splits[0].state_dim, splits[0].num_actions)
+    actions, env_time = torch.zeros(k * splits[0].num_agents, dtype=torch.int64), 0.0  # (k*A,)
+    try:
+        for s, envs in enumerate(splits):
+            tdist.send(pack(envs.reset(), layout, (s, 0, env_time)), dst=0)
+        while True:
+            for s, envs in enumerate(splits):
+                tdist.recv(actions, src=0, tag=s)
+                if actions[0] < 0:
+                    return
+                env_start = time.time()
+                out = envs.step(actions.view(k, -1).numpy())  # (k,A) actions
+                env_time += time.time() - env_start
+                tdist.send(pack(out, layout, (s, 1, env_time)), dst=0)
+    finally:
+        for envs in splits:
+            envs.close()
+
+
+class Acting:
+    """The learner's side of acting. A thread per env client receives its requests; the inference server, one more
+    thread, batches them (--server-batch requests, fewer after --flush-timeout), runs the policy once per batch and
+    answers each request with its actions [Async MAPPO: SEED]. Each step goes into a ring of max-policy-lag + 1 rollout
+    buffers with the version of the policy that acted: a split starts rollout r once the learner has trained on rollout
+    r - max-policy-lag - 1, so the acting policy is at most --max-policy-lag updates old (0: synchronous)."""
+
+    def __init__(self, args: Args, actor, agent_ids, device, layout: dict, procs: list, version: int):
+        self.args, self.agent_ids, self.device, self.layout, self.procs = args, agent_ids, device, layout, procs
+        self.actor, self.version, self.lock = copy.deepcopy(actor), version, threading.Lock()  # the server's policy
+        T, E, A, H, C = args.num_steps, args.num_envs, agent_ids.shape[0], actor.hidden_size, args.num_clients
+        self.ring, self.slots = args.max_policy_lag + 1, {}  # slot (client, split) -> [rollout, step] it acts on next
+        self.buffers = [self.new_buffer(T, E, A, H) for _ in range(self.ring)]
+        self.complete, self.taken, self.released = [0] * self.ring, 0, 0  # per buffer: splits done; rollouts trained
+        self.actor_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: each env's state after its last step
+        self.ep_return, self.ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
+        self.requests, self.parked, self.cond = queue.Queue(), [], threading.Condition()  # parked: waiting for a free buffer
+        self.received, self.answered, self.last_seen, self.env_time = [0] * C, [0] * C, [time.time()] * C, [0.0] * C
+        self.error, self.stopping = None, False
+        self.stats, self.sends = dict(forwards=0, requests=0, inference=0.0, env_time=0.0, wait=0.0), []
+        self.threads = [threading.Thread(target=self.receive, args=(c,), daemon=True) for c in range(C)]
+        self.threads.append(threading.Thread(target=self.serve, daemon=True))
+        for thread in self.threads:
+            thread.start()
+
+    def new_buffer(self, T: int, E: int, A: int, H: int) -> dict:
+        """One rollout as mappo.py's rollout collects it, (T,E,...) per step and next_* (E,...) after the last step, with
+        the actions, log-probs, versions of the acting policy, actor_hs (T,E,A,H) entering each step, episodes ended"""
+        buf = {k: np.zeros((T, E, *shape[1:]), bool if k in BOOLS else np.float32) for k, shape in self.layout.items()}
+        buf.update({f"next_{k}": np.zeros_like(buf[k][0]) for k in ("obs", "env_state", "alive")})
+        buf.update(actions=np.zeros((T, E, A), np.int64), logprobs=np.zeros((T, E, A), np.float32), episodes=[])
+        return dict(buf, versions=np.zeros((T, E), np.int64), actor_hs=np.zeros((T, E, A, H), np.float32))
+
+    def env_slice(self, slot: tuple) -> slice:  # the slot's envs on the run's env axis (T,E,...)
+        first = (slot[0] * self.args.num_splits + slot[1]) * self.args.envs_per_split
+        return slice(first, first + self.args.envs_per_split)
+
+    def may_act(self, slot: tuple) -> bool:  # its rollout's buffer is free: the learner trained on the one before in it
+        return self.slots[slot][0] < self.released + self.ring
+
+    def receive(self, c: int):
+        """Client c's requests into the server's queue; a lost connection fails the run"""
+        message = torch.zeros(HEADER + sum(math.prod(shape) for shape in self.layout.values()))
+        while True:  # also while stopping: close() answers every request
+            try:
+                tdist.recv(message, src=c + 1)
+            except RuntimeError as e:  # the client is gone: its process ended, or its machine
+                lost = None if self.stopping else f"env client {c + 1}: connection lost ({gloo_reason(e)})"
+                self.error = self.error or lost
+                return
+            self.received[c], self.last_seen[c] = self.received[c] + 1, time.time()
+            self.requests.put((c, message.numpy().copy()))
+
+    def serve(self):
+        """The inference server's thread: records each request's outcome, acts on the requests whose rollout buffer is
+        free, parks the others until the learner frees it"""
+        try:
+            while not self.stopping:
+                batch = [self.requests.get()]  # None: a wake-up (new parameters, a freed buffer, the end)
+                deadline = time.time() + self.args.flush_timeout
+                while len(batch) < (self.args.server_batch or self.args.num_clients) and time.time() < deadline:
+                    with contextlib.suppress(queue.Empty):
+                        batch.append(self.requests.get(timeout=max(deadline - time.time(), 0.0)))
+                for c, message in filter(None, batch):
+                    slot, has_outcome, self.env_time[c] = (c, int(message[0])), message[1] > 0, float(message[2])
+                    data = unpack(message, self.layout)
+                    self.slots.setdefault(slot, [0, 0])
+                    if has_outcome:
+                        self.record(slot, data)
+                    self.parked.append((slot, has_outcome, data))
+                ready = [request for request in self.parked if self.may_act(request[0])]
+                self.parked = [request for request in self.parked if not self.may_act(request[0])]
+                if ready and not self.stopping:
+                    self.act(ready)
+        except Exception as e:  # a failed forward, a malformed request: the run fails with it, nothing hangs
+            self.error = self.error or f"inference server: {type(e).__name__}: {e}"
+
+    def record(self, slot: tuple, data: dict):
+        """The outcome of the slot's last step; its last step of a rollout completes the slot's part of that rollout"""
+        (r, t), e = self.slots[slot], self.env_slice(slot)
+        buf = self.buffers[r % self.ring]
+        for key in OUTCOME:
+            buf[key][t - 1, e] = data[key]
+        self.ep_return[e] += data["reward"]
+        self.ep_length[e] += 1
+        done = data["terminated"] | data["truncated"]
+        buf["episodes"] += zip(self.ep_return[e][done], self.ep_length[e][done], data["won"][done])
+        self.ep_return[e][done], self.ep_length[e][done] = 0.0, 0
+        if t == self.args.num_steps:  # the observation GAE bootstraps from, and step 0 of the slot's next rollout
+            for key in ("obs", "env_state", "alive"):
+                buf[f"next_{key}"][e] = data[key]
+            self.slots[slot][:] = [r + 1, 0]
+            with self.cond:
+                self.complete[r % self.ring] += 1
+                self.cond.notify()
+
+    @torch.no_grad()
+    def act(self, requests: list):
+        """One policy forward for the batch; each step written into its rollout buffer; the actions sent back"""
+        start, E = time.time(), self.args.num_envs
+        rows = torch.cat([torch.arange(E)[self.env_slice(slot)] for slot, *_ in requests])  # (n,) the run's env indices
+        obs = torch.from_numpy(np.concatenate([data["obs"] for *_, data in requests])).to(self.device)  # (n,A,O)
+        avail = torch.from_numpy(np.concatenate([data["avail"] for *_, data in requests])).to(self.device)  # (n,A,U)
+        begins = [data["terminated"] | data["truncated"] if has_outcome else np.ones(len(data["obs"]), bool)
+                  for _, has_outcome, data in requests]  # fmt: skip  # (k,) each: a new episode begins at this step
+        starts = torch.from_numpy(np.concatenate(begins)).to(self.device)[None, :, None].expand(1, *obs.shape[:2])  # (1,n,A)
+        h = self.actor_h[rows]  # (n,A,H) the states entering this step
+        with self.lock:  # publish() swaps the parameters under this lock
+            logits, next_h = self.actor(actor_input(obs, self.agent_ids)[None], h, starts)  # (1,n,A,U), (1,n,A,H)
+            version = self.version
+        policy = MaskedCategorical(logits[0], avail)
+        action = policy.sample()  # (n,A)
+        logprob, self.actor_h[rows] = policy.log_prob(action).cpu().numpy(), next_h[0]
+        action, h, i = action.cpu(), h.cpu().numpy(), 0
+        for slot, _, data in requests:
+            (r, t), e, k = self.slots[slot], self.env_slice(slot), len(data["obs"])
+            buf = self.buffers[r % self.ring]
+            for key in ("obs", "env_state", "avail", "alive"):
+                buf[key][t, e] = data[key]
+            buf["actions"][t, e], buf["logprobs"][t, e], buf["versions"][t, e] = action[i : i + k], logprob[i : i + k], version
+            buf["actor_hs"][t, e] = h[i : i + k]  # be really careful about the index: the state that step t starts from
+            self.slots[slot][1] = t + 1
+            # not a blocking send: gloo completes it once the client waits on that split, and it waits in split order
+            self.sends.append(tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1]))
+            self.answered[slot[0]], i = self.answered[slot[0]] + 1, i + k
+        self.sends = [work for work in self.sends if not work.is_completed()]
+        self.stats.update(forwards=self.stats["forwards"] + 1, requests=self.stats["requests"] + len(requests))
+        self.stats["inference"] += time.time() - start
+
+    def rollout(self, run, device) -> Optional[tuple]:
+        """Waits for the next rollout (every split's num_steps steps) -> what mappo.py's rollout returns (its host arrays
+        are views of this buffer: valid until publish()), with actor_hs, the acting versions (T,E) and the episodes that
+        ended in it; None on a stop (Ctrl-C) or a failure (run.error says which)"""
+        i, wait_start = self.taken % self.ring, time.time()
+        with self.cond:
+            while self.complete[i] < self.args.num_clients * self.args.num_splits:
+                if run.stop_requested() or self.failed(run):
+                    return None
+                self.cond.wait(timeout=0.5)
+            self.complete[i] = 0
+        buf, self.taken = self.buffers[i], self.taken + 1
+        episodes, buf["episodes"], self.stats["wait"] = buf["episodes"], [], time.time() - wait_start
+        out = {k: buf[f"next_{k}"] for k in ("obs", "env_state", "alive")}
+        actions, logprobs, actor_hs = (torch.from_numpy(buf[k]).to(device) for k in ("actions", "logprobs", "actor_hs"))
+        host = {k: buf[k] for k in ("obs", "env_state", "avail", "alive", *OUTCOME)}  # (T,E,...)
+        return host, actions, logprobs, out, actor_hs, buf["versions"], episodes
+
+    def failed(self, run) -> bool:
+        """A lost client (exited, connection lost, silent for --client-timeout while not waiting on us) or a failed
+        server: the run stops with the message"""
+        for c, proc in enumerate(self.procs):
+            if proc.poll() is not None:
+                self.error = self.error or f"env client {c + 1} exited with status {proc.returncode}"
+        for c, seen in enumerate(self.last_seen):  # silent while not waiting on us, once its envs are made
+            if 0 < self.received[c] == self.answered[c] and time.time() - seen > self.args.client_timeout:
+                self.error = self.error or f"env client {c + 1} sent nothing for {time.time() - seen:.0f} s"
+        run.error = self.error
+        return self.error is not None
+
+    def publish(self, actor: nn.Module, version: int):
+        """The learner's new parameters for the next forward; frees the rollout buffer just trained on"""
+        with self.lock:
+            self.actor.load_state_dict(actor.state_dict())
+            self.version = version
+        self.released += 1
+        self.requests.put(None)  # wakes the server: parked splits go on
+
+    def take_stats(self) -> dict:
+        n, env_time = max(self.stats["forwards"], 1), sum(self.env_time)
+        stats = {"stats/server_batch": self.stats["requests"] / n, "time/inference": self.stats["inference"]}
+        stats.update({"time/learner_wait": self.stats["wait"], "time/env": env_time - self.stats["env_time"]})
+        self.stats.update(forwards=0, requests=0, inference=0.0, env_time=env_time)
+        return stats
+
+    def close(self):
+        """The one way acting ends (the last update, Ctrl-C, a lost client, an error), once: the server stops, every
+        client is answered -1 (its waiting requests, then whatever it sends), local clients are waited for (killed after
+        10 s), the process group is destroyed"""
+        if self.stopping:
+            return
+        self.stopping, deadline = True, time.time() + 10
+        stop = torch.full((self.args.envs_per_split * self.agent_ids.shape[0],), -1)  # (k*A,)
+        self.requests.put(None)
+        self.threads[-1].join(timeout=5)
+        waiting = [slot for slot, *_ in self.parked]  # (client, split) of every request not answered
+        while any(thread.is_alive() for thread in self.threads[:-1]) and time.time() < deadline:
+            for c, split in waiting:
+                with contextlib.suppress(RuntimeError):  # a client that stopped already
+                    self.sends.append(tdist.isend(stop, dst=c + 1, tag=split))
+            waiting = []
+            with contextlib.suppress(queue.Empty):
+                request = self.requests.get(timeout=0.05)
+                waiting = [(request[0], int(request[1][0]))] if request else []
+        for proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(deadline - time.time(), 0.0))
+            proc.kill()
+        if not any(thread.is_alive() for thread in self.threads):
+            tdist.destroy_process_group()
+
+
+# ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
     """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool, final_values (T,E,A)
     -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
@@ -802,6 +556,22 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
     return advantages, advantages + values
 
 
+def bootstrap_values(critic, critic_out, final_state, next_state, last_done, truncated):
+    """critic_out (T,E,A,H) states after each step, final_state (n,A,S) at the n truncated steps in (T,E) order,
+    next_state (E,A,S), last_done (E,) step T-1 ended an episode, truncated (T,E) -> values (return units) one step past
+    a truncation (T,E,A): the episode goes on from the state after t; and past step T-1 (E,A): from zeros if it ended"""
+    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
+    final_values = critic_out.new_zeros((T, E, A))
+    if truncated.any():
+        final_x = final_state[None]  # (1,n,A,S)
+        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
+        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+    next_start = last_done.unsqueeze(-1).expand(E, A)  # (E,A)
+    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
+    return final_values, next_value
+
+
+# ==================================== ALGO LOGIC: PPO update ======================================
 def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Tensor:
     """Elementwise Huber(delta) or 0.5 * error^2 [MAPPO: Huber, delta 10]"""
     if use_huber:
@@ -809,21 +579,92 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
     return 0.5 * error**2
 
 
+def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args) -> dict:
+    """PPO epochs over N chunks of C steps, BPTT through each with --recurrent (C = 1 without: mappo.py's flat batch)
+    [MAPPO Suggestion 3: few epochs, one mini-batch]. b: obs (C,N,O+A), state (C,N,S), avail (C,N,U), alive, valid (not
+    padding) and starts (C,N), actions, logprobs, advantages, returns and old values (C,N) (the last two
+    PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden states entering each chunk. Returns the statistics."""
+    advantages = b["advantages"]
+    if args.norm_adv:  # over the active agent-steps only
+        active_adv = advantages[b["alive"]] if b["alive"].any() else advantages
+        advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
+    policy_mask = b["alive"] if args.policy_active_masks else b["valid"]
+    value_mask = b["alive"] if args.value_active_masks else b["valid"]
+
+    N, clipfracs, first_ratio_dev, first_value_dev = advantages.shape[1], [], 0.0, 0.0
+    for epoch in range(args.update_epochs):
+        b_inds = torch.randperm(N, device=advantages.device)
+        for start in range(0, N, args.minibatch_size):
+            mb_inds = b_inds[start : start + args.minibatch_size]  # whole chunks
+            mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+
+            # BPTT through each chunk; the hidden state resets where an episode starts inside it
+            logits, _ = actor(b["obs"][:, mb_inds], b["actor_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb, U)
+            dist = MaskedCategorical(logits, b["avail"][:, mb_inds])  # MAPPO Suggestion 4: action masks
+            newlogprob = dist.log_prob(b["actions"][:, mb_inds])  # (C, mb)
+            entropy = dist.entropy()
+            logratio = newlogprob - b["logprobs"][:, mb_inds]
+            ratio = logratio.exp()
+
+            with torch.no_grad():
+                # calculate approx_kl http://joschu.net/blog/kl-approx.html
+                old_approx_kl = masked_mean(-logratio, mb_policy_mask)
+                approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
+                clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
+                if epoch == 0 and start == 0:  # 0 at zero policy lag: the update sees what the server saw
+                    first_ratio_dev = (ratio - 1.0).abs()[b["valid"][:, mb_inds]].max().item()
+
+            # Policy loss, over the agent-steps of live agents
+            mb_advantages = advantages[:, mb_inds]
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
+            entropy_loss = masked_mean(entropy, mb_policy_mask)
+            actor_optimizer.zero_grad()
+            (pg_loss - args.ent_coef * entropy_loss).backward()
+            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
+            actor_optimizer.step()
+
+            # Value loss, on PopArt-normalised values, clipped around the rollout's value
+            newvalue, _ = critic(b["state"][:, mb_inds], b["critic_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb)
+            mb_returns, mb_values = b["returns"][:, mb_inds], b["values"][:, mb_inds]
+            if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
+                first_value_dev = (newvalue - mb_values).detach().abs()[b["valid"][:, mb_inds]].max().item()
+            v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
+            if args.clip_vloss:
+                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
+                v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
+            v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
+            critic_optimizer.zero_grad()
+            (v_loss * args.vf_coef).backward()
+            critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+            critic_optimizer.step()
+
+    losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
+    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
+    stats = {f"losses/{k}": v.item() for k, v in losses.items()}
+    stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/first_value_dev": first_value_dev})
+    return dict(stats, **{"losses/clipfrac": np.mean(clipfracs)})
+
+
+# ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) -> tuple[float, float]:
-    """Greedy evaluation (a recurrent actor starts every episode from a zero hidden state): each env plays its first
-    ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team return)."""
+def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, run=None) -> Optional[tuple[float, float]]:
+    """Greedy evaluation, every episode from a zero hidden state: each env plays its first ceil(N/E) episodes (no bias
+    to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
-    hidden = actor.head.in_features
-    actor_h = torch.zeros((envs.num_envs, envs.num_agents, hidden), device=device)  # (E,A,H), unused without a GRU
+    actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.hidden_size), device=device)  # (E,A,H)
     starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
     nxt = envs.reset()
     while min(len(r) for r in results) < per_env:
+        if run is not None and run.stop_requested():
+            return None
         x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
-        logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H) or None
-        actor_h = actor_hs[0] if actor_hs is not None else actor_h
+        logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
+        actor_h = actor_hs[0]
         action = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device)).mode()  # (E,A)
         nxt = envs.step(action.cpu().numpy())
         ep_return += nxt["reward"]
@@ -837,506 +678,8 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device) ->
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals):
-    """Everything --resume needs, as plain tensors and Python values (loads with weights_only=True)."""
-    ckpt = dict(format="cleanmappo", script=os.path.basename(__file__), actor=actor.state_dict(), critic=critic.state_dict())
-    ckpt.update(actor_optimizer=actor_optimizer.state_dict(), critic_optimizer=critic_optimizer.state_dict())
-    ckpt.update(args=asdict(args), global_step=global_step, iteration=iteration, run_name=run_name, evals=evals)
-    tmp = f"{path}.tmp"
-    torch.save(ckpt, tmp)
-    os.replace(tmp, path)  # never leave half a checkpoint behind
-
-
-def write_eval_summary(path: str, args: Args, global_step: int, evals: list, is_smac: bool) -> None:
-    """The paper's protocol: the median of the last 10 evaluations, printed and written as JSON with every evaluation."""
-    if not evals:
-        return
-    last = np.array(evals[-10:])  # rows: step, win rate, return, wall time
-    summary = dict(env_id=args.env_id, seed=args.seed, global_step=global_step, wall_time=evals[-1][3])
-    summary["budget"] = args.num_iterations * args.batch_size  # global_step < budget: stopped early (Ctrl-C)
-    summary["median_win_rate"] = float(np.median(last[:, 1])) if is_smac else None  # MPE has no win
-    summary["median_return"] = float(np.median(last[:, 2]))
-    keys = ("step", "win_rate", "episodic_return", "wall_time")
-    summary["evals"] = [{k: v for k, v in zip(keys, e) if is_smac or k != "win_rate"} for e in evals]
-    with open(path, "w") as f:
-        json.dump(summary, f, indent=1)
-    win = f"win rate {summary['median_win_rate']:.3f}, " if is_smac else ""
-    print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})", flush=True)
-
-
-# ASYNC ROLES. The inference server and its rollout buffer live in the learner's process (a thread), so the learner
-# reads finished segments without copies between processes; env clients are processes that reach it over RPC.
-# A rollout segment, one slot's T steps of its k envs, as the learner gets it (numpy arrays):
-#   obs, env_state, avail, alive, actions, logprobs (T,k,...); rewards, terminated, truncated (T,k); final_obs,
-#   final_state, final_alive (T,k,...): the last observation of an episode that ended at step t; next_obs,
-#   next_env_state, next_alive (k,...): the bootstrap observation after step T-1; versions (T,): the policy that acted;
-#   slot, index: the slot's index-th segment; --recurrent: starts (T,k) step t begins an episode, actor_h (T,k,A,H)
-#   the actor's hidden state entering step t
-_SERVER = None  # the learner process's InferenceServer; the RPC functions below run in that process
-
-
-class InferenceServer:
-    """Batches requests (one split of k envs each), runs the policy once per batch and answers every request with its
-    actions. Each (client, split) slot fills a rollout segment of num_steps steps: a request first records the outcome
-    of the slot's previous step (reward, ends, final observation), then the new step (observation, action, log-prob,
-    policy version). A segment is complete when its last step's outcome arrives, with the bootstrap observation.
-    A recurrent actor's hidden state lives here, one per (slot, env, agent), and is stored with every step."""
-
-    def __init__(self, actor, agent_ids, num_steps, server_batch, flush_timeout, num_clients, num_splits, device, client_args):
-        self.actor, self.agent_ids, self.T, self.device = actor, agent_ids, num_steps, device
-        self.server_batch, self.flush_timeout, self.client_args = server_batch, flush_timeout, client_args
-        self.num_splits = num_splits
-        self.version, self.loaded_version, self.new_params, self.params_lock = 0, 0, None, threading.Lock()
-        self.requests = queue.Queue(maxsize=4096)  # (slot, data, future); at most num_clients * num_splits in flight
-        self.ready = queue.Queue(maxsize=num_clients * num_splits)  # complete segments: at most one batch ahead
-        self.slots, self.episode = {}, {}  # slot -> segment being filled; slot -> running episode return and length
-        self.stats_lock, self.episodes, self.env_steps = threading.Lock(), [], 0
-        self.batch_sizes, self.infer_time, self.client_env_time = [], 0.0, {}
-        self.last_seen = {c: time.time() for c in range(num_clients)}  # client -> time of its last request
-        self.waiting = {c: 0 for c in range(num_clients)}  # client -> its requests not answered yet (it is alive)
-        self.waiting_lock, self.error = threading.Lock(), None  # RPC threads and the batching thread both count
-        self.stopping, self.stopped_clients, self.thread, self.closed = threading.Event(), set(), None, False
-        self.hidden, self.segment_index = {}, {}  # slot -> (k,A,H) actor hidden state after its last step; segments made
-
-    # learner side
-    def publish(self, actor: nn.Module):
-        """New parameters for the next batch, with the next version number"""
-        with self.params_lock:
-            self.new_params = {k: v.detach().clone() for k, v in actor.state_dict().items()}
-            self.version += 1
-
-    def take_stats(self) -> dict:
-        with self.stats_lock:
-            out = dict(episodes=self.episodes, batch_sizes=self.batch_sizes, infer_time=self.infer_time)
-            self.episodes, self.batch_sizes, self.infer_time = [], [], 0.0
-        return out
-
-    # request side
-    def submit(self, slot: tuple[int, int], data: dict, future: torch.futures.Future):
-        self.last_seen[slot[0]] = time.time()
-        if "env_time" in data:
-            self.client_env_time[slot[0]] = data["env_time"]
-        if self.stopping.is_set():
-            self.stopped_clients.add(slot[0])
-            future.set_result(None)  # the run is over: the client stops
-        else:
-            with self.waiting_lock:
-                self.waiting[slot[0]] = self.waiting.get(slot[0], 0) + 1
-            self.requests.put((slot, data, future), timeout=10)
-
-    def run(self):
-        """The batching thread: a batch is server_batch requests, or fewer once flush_timeout has passed since the first"""
-        while not self.stopping.is_set():
-            try:
-                batch = [self.requests.get(timeout=0.1)]
-            except queue.Empty:
-                continue
-            deadline = time.time() + self.flush_timeout
-            while len(batch) < self.server_batch and (remaining := deadline - time.time()) > 0:
-                try:
-                    batch.append(self.requests.get(timeout=remaining))
-                except queue.Empty:
-                    break
-            try:
-                for slot, data, _ in batch:
-                    self.record(slot, data)
-                actions = self.infer(batch)
-            except Exception as e:  # a malformed request, a failed forward: the learner and the clients fail, none hangs
-                self.error = e
-                for _, _, future in batch:
-                    future.set_exception(e)
-                self.stopping.set()
-                break
-            for (slot, data, future), action in zip(batch, actions):
-                with self.waiting_lock:
-                    self.waiting[slot[0]] -= 1
-                self.last_seen[slot[0]] = time.time()
-                future.set_result(action)
-        self.drain()
-
-    def drain(self):
-        while True:
-            try:
-                slot, _, future = self.requests.get_nowait()
-            except queue.Empty:
-                return
-            self.stopped_clients.add(slot[0])
-            future.set_result(None)
-
-    def record(self, slot: tuple[int, int], data: dict):
-        """The outcome of the slot's previous step; completes its segment after num_steps steps. Idempotent."""
-        seg = self.slots.get(slot)
-        if seg is None or not seg["pending"] or "reward" not in data:
-            return
-        t, k = seg["t"] - 1, len(data["obs"])
-        seg["rewards"][t], seg["terminated"][t], seg["truncated"][t] = data["reward"], data["terminated"], data["truncated"]
-        seg["final_obs"][t], seg["final_state"][t], seg["final_alive"][t] = (
-            data["final_obs"],
-            data["final_state"],
-            data["final_alive"],
-        )
-        seg["pending"] = False
-        ep = self.episode[slot]
-        ep["return"] += data["reward"]
-        ep["length"] += 1
-        done = data["terminated"] | data["truncated"]
-        with self.stats_lock:
-            self.env_steps += k
-            for e in np.flatnonzero(done):
-                self.episodes.append((ep["return"][e], ep["length"][e], bool(data["won"][e])))
-        ep["return"][done], ep["length"][done] = 0.0, 0
-        if seg["t"] == self.T:  # complete: this request's observation is the bootstrap one
-            seg.update(next_obs=data["obs"], next_env_state=data["env_state"], next_alive=data["alive"])
-            while not self.stopping.is_set():  # bounded queue: the server waits for the learner, never forever
-                try:
-                    self.ready.put({k: seg[k] for k in seg if k not in ("t", "pending")}, timeout=0.5)
-                    break
-                except queue.Full:
-                    continue
-            del self.slots[slot]
-
-    def new_segment(self, slot, data: dict) -> dict:
-        T, (k, A) = self.T, data["obs"].shape[:2]
-        seg = dict(t=0, pending=False, versions=np.zeros(T, dtype=np.int64), slot=slot)
-        seg["index"] = self.segment_index[slot] = self.segment_index.get(slot, -1) + 1  # the slot's n-th segment
-        for key, src, dtype in (("obs", "obs", np.float32), ("env_state", "env_state", np.float32)):
-            seg[key] = np.zeros((T, *data[src].shape), dtype=dtype)
-        seg["final_obs"], seg["final_state"] = np.zeros_like(seg["obs"]), np.zeros_like(seg["env_state"])
-        seg["avail"] = np.zeros((T, *data["avail"].shape), dtype=bool)
-        seg["alive"], seg["final_alive"] = np.zeros((T, k, A), dtype=bool), np.zeros((T, k, A), dtype=bool)
-        seg["actions"], seg["logprobs"] = np.zeros((T, k, A), dtype=np.int64), np.zeros((T, k, A), dtype=np.float32)
-        seg["rewards"] = np.zeros((T, k), dtype=np.float32)
-        seg["terminated"], seg["truncated"] = np.zeros((T, k), dtype=bool), np.zeros((T, k), dtype=bool)
-        if self.actor.gru is not None:
-            seg["starts"] = np.zeros((T, k), dtype=bool)
-            seg["actor_h"] = np.zeros((T, k, A, self.actor.gru.hidden_size), dtype=np.float32)
-        self.episode.setdefault(slot, dict(**{"return": np.zeros(k), "length": np.zeros(k, dtype=np.int64)}))
-        return seg
-
-    @torch.no_grad()
-    def infer(self, batch: list) -> list[np.ndarray]:
-        """One policy forward for the whole batch; stores each step in its slot's segment -> actions per request"""
-        start = time.time()
-        with self.params_lock:  # pick up the learner's newest parameters before this batch
-            if self.new_params is not None:
-                self.actor.load_state_dict(self.new_params)
-                self.new_params, self.loaded_version = None, self.version
-        obs = torch.from_numpy(np.concatenate([d["obs"] for _, d, _ in batch])).to(self.device)  # (sum k, A, O)
-        avail = torch.from_numpy(np.concatenate([d["avail"] for _, d, _ in batch])).to(self.device)  # (sum k, A, U)
-        n, A = obs.shape[:2]
-        if self.actor.gru is not None:  # a request without an outcome is a reset: every env begins an episode
-            starts = np.concatenate(
-                [d["terminated"] | d["truncated"] if "reward" in d else np.ones(len(d["obs"]), bool) for _, d, _ in batch]
-            )  # (sum k,)
-            H = self.actor.gru.hidden_size
-            h = np.concatenate([self.hidden.get(slot, np.zeros((len(d["obs"]), A, H), np.float32)) for slot, d, _ in batch])
-            starts_t = torch.from_numpy(starts).to(self.device)[None, :, None].expand(1, n, A)  # (1, sum k, A)
-            logits, new_h = self.actor(actor_input(obs, self.agent_ids)[None], torch.from_numpy(h).to(self.device), starts_t)
-            logits, new_h = logits[0], new_h[0].cpu().numpy()  # (sum k, A, U), (sum k, A, H)
-        else:
-            logits, _ = self.actor(actor_input(obs, self.agent_ids))  # (sum k, A, U)
-        dist = MaskedCategorical(logits, avail)
-        action = dist.sample()  # (sum k, A)
-        action, logprob = action.cpu().numpy(), dist.log_prob(action).cpu().numpy()
-        actions, i = [], 0
-        for slot, data, _ in batch:
-            k = len(data["obs"])
-            seg = self.slots.get(slot) or self.slots.setdefault(slot, self.new_segment(slot, data))
-            t = seg["t"]
-            if self.actor.gru is not None:  # the state entering step t, before its reset, as mappo_rnn.py stores it
-                seg["starts"][t], seg["actor_h"][t], self.hidden[slot] = starts[i : i + k], h[i : i + k], new_h[i : i + k]
-            seg["obs"][t], seg["env_state"][t], seg["avail"][t], seg["alive"][t] = (
-                data["obs"],
-                data["env_state"],
-                data["avail"],
-                data["alive"],
-            )
-            seg["actions"][t], seg["logprobs"][t], seg["versions"][t] = (
-                action[i : i + k],
-                logprob[i : i + k],
-                self.loaded_version,
-            )
-            seg["t"], seg["pending"] = t + 1, True
-            actions.append(action[i : i + k])
-            i += k
-        with self.stats_lock:
-            self.batch_sizes.append(len(batch))
-            self.infer_time += time.time() - start
-        return actions
-
-
-@rpc.functions.async_execution
-def serve(client: int, split: int, data: dict) -> torch.futures.Future:
-    """RPC: one split's step -> a future answered with its actions (E_split,A), or None when the run is over"""
-    future = torch.futures.Future()
-    _SERVER.submit((client, split), data, future)
-    return future
-
-
-def client_config() -> dict:
-    """RPC: the run's Args, so that a client needs only its rank and the learner's address"""
-    return _SERVER.client_args
-
-
-def learner_alive() -> bool:
-    """RPC: answered by the learner's RPC threads, also while its main thread updates or evaluates"""
-    return True
-
-
-def wait_actions(future: torch.futures.Future, rpc_timeout: float):
-    """A serve request's answer. A learner that updates or evaluates holds the answers back (its ready queue is full)
-    for as long as that takes, so the wait has no time limit of its own; instead the learner is pinged every
-    rpc_timeout seconds, and one that does not answer the ping within rpc_timeout ends the wait with an error."""
-    if future.done():  # the usual case with 2+ splits: the answer came while the other splits stepped
-        return future.wait()
-    answered = threading.Event()
-    future.add_done_callback(lambda _: answered.set())
-    while not answered.wait(rpc_timeout):
-        rpc.rpc_sync("learner", learner_alive, timeout=rpc_timeout)
-    return future.wait()
-
-
-def init_rpc(name: str, rank: int, world_size: int, init_method: str, master_addr: str, timeout: float, procs=()):
-    """Joins the RPC group. For tcp:// and file:// rendezvous we open the store ourselves and every process waits for
-    the others at most `timeout` s (torch's own start-up waits for a missing rank about 25 days); a local client in
-    `procs` that exits first ends the wait at once. Raises RuntimeError when the group is not complete in time."""
-    if master_addr in ("127.0.0.1", "localhost"):
-        os.environ.setdefault("TP_SOCKET_IFNAME", "lo")  # TensorPipe listens on the loopback interface only
-    url = urllib.parse.urlparse(init_method)
-    if url.scheme in ("tcp", "file"):
-        if url.scheme == "file":
-            store = tdist.FileStore(url.path, world_size)
-            store.set_timeout(timedelta(seconds=timeout))
-        elif rank == 0:  # torch's TCPStore would listen on every interface: hand it a socket bound to --master-addr only
-            family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
-            try:
-                sock = socket.create_server((master_addr, url.port), family=family, backlog=128)
-            except OSError as e:  # not an address of this host (behind NAT, say): every interface, as torch would
-                if e.errno != errno.EADDRNOTAVAIL:  # the port in use, an unknown host name, ...
-                    fail(f"cannot listen on {master_addr}:{url.port} for the rendezvous ({e})")
-                print(
-                    f"warning: cannot listen on {master_addr}:{url.port} ({e}); listening on every interface", file=sys.stderr
-                )
-                sock = socket.create_server(("", url.port), backlog=128)
-            store = tdist.TCPStore(
-                master_addr, url.port, world_size, True, timedelta(seconds=timeout), False, master_listen_fd=sock.detach()
-            )
-        else:  # a client waits --rpc-timeout for the learner's store, as the learner waits for the clients
-            store = tdist.TCPStore(url.hostname, url.port, world_size, False, timedelta(seconds=timeout))
-        keys = [f"cleanmappo_joined/{r}" for r in range(world_size)]  # one per rank: a restarted rank counts once
-        store.set(keys[rank], "1")
-        deadline = time.time() + timeout
-        while True:
-            for i, proc in enumerate(procs):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"env client {i + 1} exited with status {proc.returncode} before joining")
-            if store.check(keys):
-                break
-            if time.time() > deadline:
-                joined = sum(store.check([key]) for key in keys)
-                raise RuntimeError(f"{joined} of {world_size} processes joined within --rpc-timeout {timeout:g} s")
-            time.sleep(0.05)
-        tdist.register_rendezvous_handler("cleanmappo", lambda url, **kw: iter([(store, rank, world_size)]))
-        init_method = "cleanmappo://"
-    options = rpc.TensorPipeRpcBackendOptions(init_method=init_method, rpc_timeout=timeout, num_worker_threads=16)
-    rpc.init_rpc(name, rank=rank, world_size=world_size, rpc_backend_options=options)
-
-
-def env_client(rank: int, world_size: int, init_method: str, master_addr: str, rpc_timeout: float) -> int:
-    """An env client (RPC rank >= 1): steps its splits in turn. After stepping split s it sends the step to the server
-    without waiting and moves on to split s+1, whose actions have arrived meanwhile: its CPU does not idle on inference.
-    -> exit status: 0 when the learner ended the run (or the local learner is gone), 1 after an error (the learner
-    lost or failed, an RPC timeout, an env that failed)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops us
-    learner = os.environ.get("CLEANMAPPO_LEARNER_PID")  # set by a local learner
-    parent = int(learner) if learner else os.getppid()
-    if learner:  # die with it even while blocked in the rendezvous (Linux)
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # it died while we were importing
-            return 0
-    torch.set_num_threads(1)
-    try:
-        init_rpc(f"client{rank}", rank, world_size, init_method, master_addr, rpc_timeout)
-    except (RuntimeError, OSError) as e:  # no learner there within --rpc-timeout, an unknown host name, ...
-        fail(f"env client {rank}: no rendezvous with the learner at {init_method} ({str(e).splitlines()[0][:200]})")
-    splits = []
-    try:
-        init_names = [f.name for f in fields(Args) if f.init]
-        args = Args(
-            **{k: v for k, v in rpc.rpc_sync("learner", client_config, timeout=rpc_timeout).items() if k in init_names}
-        )
-        client, m, k = rank - 1, args.num_splits, args.envs_per_split
-        for s in range(m):  # env i of the whole run gets seed + i, as in mappo.py
-            splits.append(
-                make_env(args.env_id, k, args.seed + (client * m + s) * k, args.num_workers, args.num_stacked_frames)
-            )
-        # no timeout on a request (0): wait_actions bounds the wait by pinging the learner
-        futures = [rpc.rpc_async("learner", serve, args=(client, s, envs.reset()), timeout=0) for s, envs in enumerate(splits)]
-        env_time = 0.0
-        while os.getppid() == parent:  # a client never outlives the process that started it
-            for s, envs in enumerate(splits):
-                actions = wait_actions(futures[s], rpc_timeout)
-                if actions is None:
-                    return 0
-                start = time.time()
-                out = envs.step(actions)
-                env_time += time.time() - start
-                futures[s] = rpc.rpc_async("learner", serve, args=(client, s, dict(out, env_time=env_time)), timeout=0)
-        return 0  # the process that started us is gone
-    except Exception as e:  # the learner is gone or failed: nothing to wait for
-        print(
-            f"env client {rank}: stopping ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})",
-            file=sys.stderr,
-        )
-        return 1
-    finally:
-        for envs in splits:
-            envs.close()
-        rpc.shutdown(graceful=False)
-
-
-class RunFailed(Exception):
-    """A client or the inference server is gone: the learner stops the run with a checkpoint (exit 1)"""
-
-
-def collect_segments(server, n, version, max_lag, procs, client_timeout) -> tuple[list[dict], int]:
-    """Waits for n segments no older than max_lag updates; -> segments, env steps dropped as too old.
-    Raises RunFailed when the server thread failed, a local client process has exited or any client has been silent
-    for client_timeout s."""
-    segments, dropped = [], 0
-    while len(segments) < n:
-        if server.error is not None:
-            raise RunFailed(f"the inference server failed: {type(server.error).__name__}: {server.error}")
-        for i, proc in enumerate(procs):  # checked for every segment: live clients keep the queue busy
-            if proc.poll() is not None:
-                raise RunFailed(f"env client {i + 1} exited with status {proc.returncode}")
-        silent = {  # a client waiting for its actions is alive, however long the learner keeps the server busy
-            c: time.time() - t
-            for c, t in server.last_seen.items()
-            if time.time() - t > client_timeout and not server.waiting[c]
-        }
-        if silent:
-            c, s = max(silent.items(), key=lambda cs: cs[1])
-            raise RunFailed(f"env client {c + 1} sent no request for {s:.0f} s (--client-timeout {client_timeout})")
-        try:
-            seg = server.ready.get(timeout=1.0)
-        except queue.Empty:
-            continue
-        if version - seg["versions"].min() > max_lag:
-            dropped += seg["rewards"].size
-            continue
-        segments.append(seg)
-    return segments, dropped
-
-
-def serial_collect(server, slot_envs: list, outs: list, n: int) -> list[dict]:
-    """--no-async: every slot stepped in lockstep in this process, one forward for all, until n segments are complete.
-    The pending observations in `outs` are acted on after the update, with the new parameters (as mappo.py does)."""
-    slots = [(s // server.num_splits, s % server.num_splits) for s in range(len(slot_envs))]
-    while True:
-        for slot, out in zip(slots, outs):
-            server.record(slot, out)  # idempotent: a step's outcome is recorded once
-        if server.ready.qsize() >= n:
-            return [server.ready.get() for _ in range(n)]
-        actions = server.infer([(slot, out, None) for slot, out in zip(slots, outs)])
-        for i, (envs, action) in enumerate(zip(slot_envs, actions)):
-            start = time.time()
-            outs[i] = envs.step(action)
-            server.client_env_time[0] = server.client_env_time.get(0, 0.0) + time.time() - start
-
-
-@torch.no_grad()
-def critic_over_segments(critic, state, starts, segments: list, carry: dict):
-    """--recurrent: the critic over a batch of segments, each scanned from the hidden state after its slot's previous
-    segment: from `carry` (slot -> (index, (k,A,H) state), earlier batches), or from that segment itself when it is in
-    this batch too (a client that ran ahead), or zeros when it was dropped for its lag. state (T,E,A,S), starts (T,E,A)
-    -> values in return units (T,E,A), hidden states after each step (T,E,A,H), entering step 0 (E,A,H); the carry
-    is updated with each slot's newest segment."""
-    k = segments[0]["rewards"].shape[1]
-
-    def cols(j: int) -> slice:  # segment j's envs on the env axis
-        return slice(j * k, (j + 1) * k)
-
-    h0 = torch.zeros((state.shape[1], state.shape[2], critic.gru.hidden_size), device=state.device)  # (E,A,H)
-    position = {(seg["slot"], seg["index"]): j for j, seg in enumerate(segments)}
-    chained = []  # (segment, its predecessor) both in this batch
-    for j, seg in enumerate(segments):
-        index, h = carry.get(seg["slot"], (None, None))
-        if (seg["slot"], seg["index"] - 1) in position:
-            chained.append((j, position[seg["slot"], seg["index"] - 1]))
-        elif index == seg["index"] - 1:
-            h0[cols(j)] = h
-    values, out = critic.value(state, h0, starts)
-    while chained:  # scan again until every chained segment starts where its predecessor ended (rarely needed)
-        new_h0 = h0.clone()
-        for j, p in chained:
-            new_h0[cols(j)] = out[-1, cols(p)]
-        if torch.equal(new_h0, h0):
-            break
-        h0 = new_h0
-        values, out = critic.value(state, h0, starts)
-    for j, seg in sorted(enumerate(segments), key=lambda js: js[1]["index"]):  # the slot's next segment starts here
-        carry[seg["slot"]] = (seg["index"], out[-1, cols(j)].clone())
-    return values, out, h0
-
-
-@torch.no_grad()
-def recurrent_bootstrap_values(critic, critic_out, final_state, next_state, terminated, truncated):
-    """--recurrent: the critic one step past an episode's end or the rollout's end. critic_out (T,E,A,H) hidden states
-    after each step; final_state (n,A,S) the final observations of the n truncated steps in (T,E) order, each continuing
-    that episode (one more step from the state after t, no reset); next_state (E,A,S) the observation after step T-1,
-    from a reset state if step T-1 ended an episode -> final values (T,E,A) (zero where not truncated), next value
-    (E,A), both in return units."""
-    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
-    final_values = critic_out.new_zeros((T, E, A))
-    if truncated.any():
-        final_x = final_state[None]  # (1,n,A,S)
-        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
-        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
-    next_start = (terminated[-1] | truncated[-1]).unsqueeze(-1).expand(E, A)  # (E,A)
-    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
-    return final_values, next_value
-
-
-def stop_clients(server, procs: list, world_size: int, store_dir: Optional[str], timeout: float = 10.0):
-    """Answers every request with None, waits for local clients to exit (kills them after timeout), closes RPC and
-    removes the local run's rendezvous folder. Once only: the `finally` after a failed Ctrl-C branch calls it again."""
-    if server.closed:
-        return
-    server.closed = True
-    deadline = time.time() + timeout
-    server.stopping.set()
-    if server.thread is not None:
-        server.thread.join(timeout=timeout / 2)  # its waits are 0.1-0.5 s
-    server.drain()
-    while time.time() < deadline and (
-        any(p.poll() is None for p in procs) or (not procs and len(server.stopped_clients) < world_size - 1)
-    ):
-        server.drain()
-        time.sleep(0.05)
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if world_size > 1 and not procs:  # remote clients: let the last answers leave before the pipes close
-        time.sleep(max(0.0, min(0.5, deadline - time.time())))
-    if world_size > 1:
-        rpc.shutdown(graceful=False)
-    if store_dir is not None:
-        shutil.rmtree(store_dir, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    args, ckpt = parse_args()
-    if args.role == "client":
-        init_method = args.init_method or f"tcp://{args.master_addr}:{args.master_port}"
-        sys.exit(env_client(args.rank, args.world_size, init_method, args.master_addr, args.rpc_timeout))
-    resuming = ckpt is not None and not args.eval_only
-    run_name = (
-        ckpt["run_name"] if resuming else f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
-    )
-
+# ================================== ALGO LOGIC: training loop =====================================
+def train(args: Args, ckpt: Optional[dict] = None):
     # TRY NOT TO MODIFY: seeding
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -1344,420 +687,676 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    # env setup
-    eval_envs = make_env(
-        args.env_id, min(args.eval_episodes, 32), args.seed + 100_000, args.num_workers, args.num_stacked_frames
-    )
-    A, U = eval_envs.num_agents, eval_envs.num_actions
-    C = args.data_chunk_length if args.recurrent else 1  # a feed-forward batch is chunks of one step
-    num_chunks = math.ceil(args.num_steps / C) * args.num_envs * A
-    args.minibatch_size = math.ceil(num_chunks / args.num_minibatches)
-    if args.num_minibatches > num_chunks:
-        fail(f"--num-minibatches {args.num_minibatches} exceeds the {num_chunks} chunks of a rollout")
+    # env setup: the eval envs come first and tell the sizes
+    eval_seed = args.seed + 100_000
+    eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
+    A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
+    C = args.data_chunk_length if args.recurrent else 1  # feed-forward: chunks of one step, mappo.py's flat batch
+    N = math.ceil(args.num_steps / C) * args.num_envs * A  # chunks per rollout
+    check(args.num_minibatches <= N, f"--num-minibatches {args.num_minibatches} exceeds the {N} chunks of a rollout")
+    args.minibatch_size = math.ceil(N / args.num_minibatches)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
-    obs_dim, env_state_dim = eval_envs.obs_dim, eval_envs.state_dim
-    state_dim = {"as": env_state_dim + obs_dim + A, "ep": env_state_dim + A, "cl": A * obs_dim}[args.state_type]
+    S_env = eval_envs.state_dim
+    S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
+    critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
-    net_args = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
-    actor = Actor(obs_dim + A, U, *net_args, gain=args.gain, recurrent=args.recurrent)
-    critic = Critic(state_dim, *net_args, recurrent=args.recurrent)
-    actor, critic = actor.to(device), critic.to(device)
+    net = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
+    actor = Actor(O + A, U, *net, gain=args.gain, recurrent=args.recurrent).to(device)
+    critic = Critic(S, *net, recurrent=args.recurrent).to(device)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
-    global_step, start_iteration, evals = 0, 1, []
-    if ckpt is not None:
-        try:
-            actor.load_state_dict(ckpt["actor"])
-            critic.load_state_dict(ckpt["critic"])
-        except RuntimeError as e:  # a network flag (--recurrent, --hidden-dim, ...) that differs from the checkpoint's
-            fail(f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
-
+    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
     if args.eval_only:
-        win_rate, ret = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
-        eval_envs.close()
-        print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} greedy episodes")
-        win = f"win_rate={win_rate:.4f} " if eval_envs.is_smac else ""  # MPE has no win
-        print(f"{win}episodic_return={ret:.4f}")
-        sys.exit(0)
-    if resuming:  # --resume: optimiser state, step counters and the eval history continue
-        actor_optimizer.load_state_dict(ckpt["actor_optimizer"])
-        critic_optimizer.load_state_dict(ckpt["critic_optimizer"])
-        global_step, start_iteration, evals = ckpt["global_step"], ckpt["iteration"] + 1, [list(e) for e in ckpt["evals"]]
+        return run.report(evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device))
 
-    # TRY NOT TO MODIFY: tracking
-    if args.track:
-        import wandb
+    # ASYNC: the env clients join; the inference server acts while the learner trains [Async MAPPO: SEED]
+    layout = message_layout(args.envs_per_split, A, O, S_env, U)
+    acting = Acting(args, actor, agent_ids, device, layout, rendezvous(args), version=run.iteration)
+    T, E, H = args.num_steps, args.num_envs, actor.hidden_size
+    critic_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: carried from rollout to rollout
+    start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
+    run.start()
+    for iteration in range(run.iteration + 1, args.num_iterations + 1):
+        iteration_start = time.time()
+        if args.anneal_lr:
+            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+            critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-            resume="allow",
-        )
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
-    )
-    # ASYNC: the inference server (a thread here) and the env clients (local processes, or remote ones joining by rank)
-    T, E, S, m, k = args.num_steps, args.num_envs, state_dim, args.num_splits, args.envs_per_split
-    H = args.hidden_dim
-    critic_carry = {}  # --recurrent: slot -> (segment index, (k,A,H) critic hidden state after that segment)
-    server = InferenceServer(
-        copy.deepcopy(actor), agent_ids, T, args.server_batch, args.flush_timeout, args.num_clients, m, device, asdict(args)
-    )
-    server.publish(actor)  # version 1: the policy that acts first
-    _SERVER, procs, slot_envs, outs, store_dir = server, [], [], [], None
-    # until the loop there is nothing to save and the RPC rendezvous blocks where no Python handler can run: Ctrl-C
-    # and SIGTERM end the learner at once, and the local clients with it (PR_SET_PDEATHSIG, see env_client)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-    if args.asynchronous:
-        if args.role == "all":  # a file store for the rendezvous: no port is opened for it
-            store_dir = tempfile.mkdtemp(prefix="cleanmappo_rpc_")
-            init_method = f"file://{store_dir}/store"
-        else:
-            init_method = args.init_method or f"tcp://{args.master_addr}:{args.master_port}"
-        for rank in range(1, args.world_size) if args.role == "all" else ():
-            cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--rank", str(rank)]
-            cmd += ["--world-size", str(args.world_size), "--init-method", init_method, "--master-addr", args.master_addr]
-            env = dict(os.environ, CLEANMAPPO_LEARNER_PID=str(os.getpid()))
-            procs.append(subprocess.Popen(cmd + ["--rpc-timeout", str(args.rpc_timeout)], stdin=subprocess.DEVNULL, env=env))
+        collected = acting.rollout(run, device)  # acted by the server while the learner trained on the last one
+        if collected is None:
+            break
+        host, actions, logprobs, out, actor_hs, versions, finished = collected  # actor_hs (T,E,A,H) entering each step
+        run.global_step += args.batch_size
+        lag = (iteration - 1) - versions  # (T,E) updates between the acting policy and this update's
+        episodes = {"finished": finished}
+
+        # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
+        b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
+        nxt = {k: torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "alive")}
+        state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
+        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
+        next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
+        with torch.no_grad():
+            # the critic over the whole rollout in one scan (it did not change during it), then GAE. Step t begins an
+            # episode where step t-1 ended one: derived from the dones, so the ratio test also checks the server's resets
+            done = b["terminated"] | b["truncated"]  # (T,E)
+            starts = torch.cat([start[None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
+            values, critic_out = critic.value(state, critic_h, starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
+            critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
+            final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
+            critic_h, start = critic_out[-1], done[-1]  # carried into the next rollout
+            advantages, returns = compute_gae(
+                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
+            )
+            if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+                critic.popart.update(returns)
+            returns_n = critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1)  # (T,E,A)
+            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)  # old values under the new statistics
+        # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored hidden states
+        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"], starts=starts)
+        batch.update(actions=actions, logprobs=logprobs, advantages=advantages, returns=returns_n, values=values_n)
+        batch = {k: to_chunks(v, C) for k, v in dict(batch, valid=torch.ones_like(b["alive"])).items()}  # (C,N,...)
+        batch.update(actor_h0=actor_hs[::C].flatten(0, -2), critic_h0=critic_hs[::C].flatten(0, -2))  # (N,H)
+
+        update_start = time.time()
+        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args)
+        acting.publish(actor, iteration)  # the server acts with it from its next forward; the buffer is free
+        stats.update({"time/update": time.time() - update_start, **acting.take_stats()})
+        stats.update({"stats/policy_lag": lag.mean(), "stats/policy_lag_max": lag.max()})
+        y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
+        stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
+        seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
+
+        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
+            eval_start = time.time()
+            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run)  # None after a stop
+            stats["time/eval"] = time.time() - eval_start
+        run.end_iteration(iteration, seconds, stats, episodes, result)
+    run.finish(acting)
+
+
+# ========================================= ENV BACKENDS ===========================================
+class JaxVecEnv:
+    """A JaxMARL env: all envs in one jitted, vmapped call, one host copy per step. Subclasses jit reset_one(key) and
+    step_one(key, state, actions (A,)) with batched()."""
+
+    def batched(self, one, num_envs: int):  # all envs in one call: the key is split once per call, one subkey per env
+        import jax
+
+        def call(key, *inputs):
+            key, sub = jax.random.split(key)
+            return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
+
+        return jax.jit(call)
+
+    def reset(self) -> dict:
+        self._key, self._state, out = self._reset(self._key)
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+
+    def step(self, actions: np.ndarray) -> dict:
+        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
+        return {k: np.array(v) for k, v in out.items()}
+
+    def close(self):
+        pass
+
+
+class SMAXVecEnv(JaxVecEnv):
+    """JaxMARL's SMAX against its heuristic enemy."""
+
+    is_smac = True
+
+    def __init__(self, map_name: str, num_envs: int, seed: int):
+        import jax
+        import jax.numpy as jnp
+
+        with quiet():
+            from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+        scenario = map_name_to_scenario(map_name)  # and the env kwargs of JaxMARL's SMAX baselines:
+        env = HeuristicEnemySMAX(scenario=scenario, see_enemy_actions=True, walls_cause_death=True, attack_mode="closest")
+        A = env.num_allies
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
+        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
+
+        def observe(st):
+            obs, avail = env.get_obs(st), env.get_avail_actions(st)
+            return dict(
+                obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
+                env_state=env.get_world_state(st),  # (S_env,)
+                avail=jnp.stack([avail[a] for a in env.agents]).astype(bool),  # (A,U)
+                alive=st.state.unit_alive[:A],  # (A,)
+            )
+
+        def reset_one(key):
+            _, st = env.reset(key)
+            return st, observe(st)
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
+            final = observe(st)
+            allies_dead, enemies_dead = ~st.state.unit_alive[:A].any(), ~st.state.unit_alive[A:].any()
+            terminated, done = allies_dead | enemies_dead, dones["__all__"]
+            reset_st, reset_out = reset_one(reset_key)
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
+            out.update(reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
+            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
+            return st, dict(out, final_alive=final["alive"])
+
+        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._key = jax.random.PRNGKey(seed)
+
+
+class HanabiVecEnv(JaxVecEnv):
+    """JaxMARL's Hanabi, 2 players (hanabi) or 3 to 5 (hanabi_3p, ...). Turn-based: the others' one legal move is the
+    no-op, so `alive` marks the player to move (the policy loss leaves the others' no-ops out; the preset turns death
+    masking off). env_state: every hand and whose turn it is, so with the agent's own observation the critic has the
+    MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
+    the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
+
+    is_smac = False
+
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        import jax
+        import jax.numpy as jnp
+
+        with quiet():
+            import jaxmarl
+        env = jaxmarl.make("hanabi", num_agents=HANABI_PLAYERS[env_id])  # seats in agent order: no shuffled seating
+        agents = env.agents
+
+        def pack(obs, st):
+            legal = env.get_legal_moves(st)
+            return dict(
+                obs=jnp.stack([obs[a] for a in agents]),  # (A,O)
+                env_state=jnp.concatenate([st.player_hands.reshape(-1), st.cur_player_idx]),  # (A*H*25 + A,)
+                avail=jnp.stack([legal[a] for a in agents]).astype(bool),  # (A,U)
+                alive=st.cur_player_idx.astype(bool),  # (A,) the player to move
+            )
+
+        def reset_one(key):
+            obs, st = env.reset(key)
+            return st, pack(obs, st)
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            obs, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(agents)})
+            final, done = pack(obs, st), dones["__all__"]
+            reset_st, reset_out = reset_one(reset_key)
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
+            never = jnp.zeros_like(done)  # no time limit, no win
+            out.update(reward=rewards["__all__"], terminated=done, truncated=never, won=never)
+            return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._key = jax.random.PRNGKey(seed)
+        shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
+        self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
+        self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
+
+
+class MPEVecEnv:
+    """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
+    largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
+
+    is_smac = False
+
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        module = importlib.import_module(f"mpe2.{env_id}")
+        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
+        env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
+        self.agents, self.obs_dims = env.possible_agents, [env.observation_space(a).shape[0] for a in env.possible_agents]
+        act_dims = np.array([env.action_space(a).n for a in self.agents])
+        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(act_dims.max())
+        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
+        self.avail = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)).copy()  # (E,A,U): padding unavailable
+        self.alive = np.ones((E, A), dtype=bool)
+
+    def _pack(self, obs_dicts: list) -> dict:  # one {agent: obs} per env -> the adapter's arrays
+        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+        for j, a in enumerate(self.agents):
+            obs[:, j, : self.obs_dims[j]] = [agent_obs[a] for agent_obs in obs_dicts]
+        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+
+    def reset(self) -> dict:
+        seeds, self.seeds = self.seeds, [None] * self.num_envs
+        return self._pack([env.reset(seed=s)[0] for env, s in zip(self.envs, seeds)])
+
+    def step(self, actions: np.ndarray) -> dict:
+        results = [env.step(dict(zip(self.agents, acts))) for env, acts in zip(self.envs, actions.tolist())]
+        terminated = np.array([all(term.values()) for _, _, term, _, _ in results])
+        truncated = np.array([all(trunc.values()) for *_, trunc, _ in results]) & ~terminated
+        final = self._pack([obs for obs, *_ in results])
+        out = self._pack([env.reset()[0] if end else r[0] for env, r, end in zip(self.envs, results, terminated | truncated)])
+        out.update(reward=np.array([sum(r.values()) / self.num_agents for _, r, *_ in results], dtype=np.float32))
+        out.update(terminated=terminated, truncated=truncated, won=np.zeros(self.num_envs, dtype=bool))
+        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+    def close(self):
+        pass
+
+
+# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
+SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
+SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
+SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
+
+
+def smaclite_worker(pipe, map_name: str, seeds: list[int]):
+    """A child process stepping a slice of SMAClite envs: actions (k,A), or None to reset -> the adapter's arrays (k,...)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes us
+    import gymnasium as gym
+    import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+
+    with quiet():
+        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=SMAC_EPISODE_LIMITS.get(map_name, 200)) for _ in seeds]
+
+    def observe(env, obs) -> dict:
+        u = env.unwrapped
+        alive = np.isin(np.arange(u.n_agents), list(u.agents))  # (A,) live agents are the keys of u.agents
+        return dict(obs=np.stack(obs), env_state=u.get_state(), avail=np.stack(u.get_avail_actions()) > 0, alive=alive)
+
+    def step(env, actions) -> dict:
+        obs, reward, terminated, truncated, info = env.step(actions)
+        final = observe(env, obs)
+        out = observe(env, env.reset()[0]) if terminated or truncated else final
+        out.update(reward=np.float32(reward), terminated=terminated, truncated=truncated and not terminated)
+        out.update(won=info.get("battle_won", False), final_obs=final["obs"], final_state=final["env_state"])
+        return dict(out, final_alive=final["alive"])
+
+    with contextlib.suppress(EOFError, BrokenPipeError):  # the parent closed its end, or is gone
+        while True:
+            actions = pipe.recv()  # None: reset
+            if actions is None:
+                rows = [observe(env, env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]
+            else:
+                rows = [step(env, env_actions) for env, env_actions in zip(envs, actions.tolist())]
+            pipe.send({k: np.stack([row[k] for row in rows]) for k in rows[0]})
+
+
+class SMACliteVecEnv:
+    """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
+
+    is_smac = True
+
+    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
+        import gymnasium as gym
+
+        smaclite_maps()  # exits with the install line when SMAClite is missing
+        with quiet():
+            u = gym.make(f"smaclite/{map_name}-v0").unwrapped
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
+        self.state_dim, self.num_actions = u.state_size, u.n_actions
+        self.slices = np.array_split(np.arange(num_envs), min(num_envs, num_workers or os.cpu_count() or 1))
+        ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
+        self.pipes, self.procs = [], []
+        for idx in self.slices:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=smaclite_worker, args=(child, map_name, [seed + int(i) for i in idx]), daemon=True)
+            proc.start()
+            child.close()
+            self.pipes.append(parent)
+            self.procs.append(proc)
+
+    def _call(self, actions: Optional[np.ndarray]) -> dict:
+        for pipe, idx in zip(self.pipes, self.slices):
+            pipe.send(None if actions is None else actions[idx])
+        parts = [pipe.recv() for pipe in self.pipes]
+        return {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+    def reset(self) -> dict:
+        return self._call(None)
+
+    def step(self, actions: np.ndarray) -> dict:
+        return self._call(actions)
+
+    def close(self):
+        for pipe, proc in zip(self.pipes, self.procs):
+            pipe.close()  # the worker's recv() ends with EOFError
+            proc.join(timeout=5)
+            proc.kill()
+
+
+# =========================================== PLUMBING =============================================
+MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
+# The paper's settings per env: Args' defaults are its SMAC settings; MPE (Tables 5, 11) and some maps differ
+MPE_PRESET = dict(num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
+SMAC_MAP_PRESETS = {  # MAPPO Table 12: per-map epochs, mini-batches, head gain and stacked frames (others: 15, 1, 0.01, 1)
+    **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
+    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
+    "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
+    **{m: dict(num_stacked_frames=4) for m in ("3s_vs_4z", "3s_vs_5z")},  # the paper's MLP maps: 4 stacked frames
+}
+MPE_TASK_PRESETS = {  # MAPPO Table 11
+    "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
+    "simple_reference_v3": dict(update_epochs=15, activation="relu"),
+    "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
+}
+# Async MAPPO Table 2 (--recurrent): batch magnification over the serial 8 envs x 400 steps -> num-envs; sample reuse
+ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
+ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
+ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
+HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
+HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
+HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
+HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)  # ours: 2 CPU cores, 1/8 the envs, 1/4 the width
+SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
+library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):
+  sudo apt-get install libspatialindex-dev
+  pip install Rtree==1.0.0 scikit-learn
+  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git"""
+
+
+def check(condition: bool, message: str):
+    """Bad input: one message on stderr and exit status 2, no traceback."""
+    if not condition:
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silences stdout down to file descriptor 1: importing jaxmarl prints about optional submodules (and swaps
+    sys.stdout), SMAClite about its RVO2 port."""
+    sys.stdout.flush()
+    saved_fd, saved_stdout = os.dup(1), sys.stdout
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
         try:
-            init_rpc("learner", 0, args.world_size, init_method, args.master_addr, args.rpc_timeout, procs)
-        except RuntimeError as e:  # a client missing or dead
-            for proc in procs:
-                proc.kill()
-            if store_dir is not None:
-                shutil.rmtree(store_dir, ignore_errors=True)
-            fail(f"no rendezvous with the env clients at {init_method} ({str(e).splitlines()[0][:200]})")
-        server.last_seen = {c: time.time() for c in range(args.num_clients)}
-        server.thread = threading.Thread(target=server.run, daemon=True)
-        server.thread.start()
-    else:  # --no-async: the same slots and seeds, stepped in lockstep here
-        slot_envs = [
-            make_env(args.env_id, k, args.seed + s * k, args.num_workers, args.num_stacked_frames)
-            for s in range(args.num_clients * m)
-        ]
-        outs = [envs.reset() for envs in slot_envs]
-    stop_signals = []  # received SIGINT/SIGTERM: one raised inside a gc callback is swallowed, the loop checks
-    updating = False  # from the PopArt update to the end of the PPO epochs a signal waits for the update's end
+            yield
+        finally:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
 
-    def stop(signum, frame):  # -> KeyboardInterrupt: checkpoint, flush, exit
-        stop_signals.append(signum)
-        if not updating:  # during the update: raised once it is done, so a checkpoint never holds half an update
-            raise KeyboardInterrupt
 
-    def quiet_swallowed_stop(unraisable):  # Python prints a swallowed KeyboardInterrupt as a traceback: it is ours
-        if not (stop_signals and issubclass(unraisable.exc_type, KeyboardInterrupt)):
-            sys.__unraisablehook__(unraisable)
-
-    sys.unraisablehook = quiet_swallowed_stop
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
-
-    def to_device(out: dict) -> tuple[torch.Tensor, ...]:
-        obs_, env_state_, avail_, alive_ = (
-            torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "avail", "alive")
-        )
-        return obs_, critic_input(obs_, env_state_, alive_, agent_ids, args.state_type, args.death_masking), avail_, alive_
-
-    # TRY NOT TO MODIFY: start the game
-    start_time = run_start = time.time()
-    start_time -= evals[-1][3] if evals else 0.0  # a resumed run's evaluation clock goes on
-    start_env_steps, env_time_logged = global_step, 0.0
-    server.env_steps = global_step  # a resumed run counts on
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeRemainingColumn(),
-        disable=not sys.stdout.isatty(),
-    )
-    total = args.num_iterations * args.batch_size  # env steps of the whole run
-    if total != args.total_timesteps:
-        print(f"--total-timesteps {args.total_timesteps} is rounded down to whole rollouts: {total}")
-    task = progress.add_task(args.env_id, total=total, completed=global_step, info="")
-    iteration = done_iteration = start_iteration - 1
-    done_step = global_step  # the last full iteration and its step, for a Ctrl-C checkpoint
-    printed = 0.0  # when the last piped progress line was printed
+def smaclite_maps() -> list[str]:
     try:
-        progress.start()
-        for iteration in range(start_iteration, args.num_iterations + 1):
-            if stop_signals:  # a signal whose KeyboardInterrupt JAX's gc callback swallowed
-                raise KeyboardInterrupt
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-                critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
+        import gymnasium as gym
+        import smaclite  # noqa: F401
+    except ImportError:
+        check(False, SMACLITE_INSTALL)
+    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
 
-            # ASYNC: wait for a batch of segments (E envs x T steps) from the clients, or step them here with --no-async
-            wait_start = time.time()
-            if args.asynchronous:
-                segments, dropped = collect_segments(
-                    server, args.num_clients * m, server.version, args.max_policy_lag, procs, args.client_timeout
-                )
-            else:
-                segments, dropped = serial_collect(server, slot_envs, outs, args.num_clients * m), 0
-            wait_time = time.time() - wait_start
-            global_step = server.env_steps
 
-            def stack(key: str, axis: int = 1, rows=None) -> torch.Tensor:
-                """the segments' key joined along the env axis, to the device; rows (host bool mask) picks first"""
-                x = np.concatenate([seg[key] for seg in segments], axis=axis)
-                return torch.from_numpy(x if rows is None else x[rows]).to(device)
+def env_presets(env_id: str, paper_preset: bool = False, recurrent: bool = False) -> dict:
+    """The paper's settings for env_id (Hanabi: ours unless paper_preset); exits 2 with the valid ids when env_id is
+    unknown."""
+    if recurrent:  # Async MAPPO Table 2's batch and reuse on its maps; MAPPO's GRU stacks no frames
+        table_2 = ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})
+        return {**env_presets(env_id, paper_preset), "num_stacked_frames": 1, **table_2}
+    if env_id in MPE_ENVS:
+        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+    if env_id in HANABI_PLAYERS:
+        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
+    if env_id.startswith("smaclite/"):
+        name, maps = env_id[len("smaclite/") :], smaclite_maps()
+        check(name in maps, f"unknown SMAClite map {name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in maps))
+        return {**SMAC_MAP_PRESETS.get(name, {}), "eval_interval": 5}
+    with quiet():
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    smax, mpe = ", ".join(sorted(MAP_NAME_TO_SCENARIO)), ", ".join(MPE_ENVS)
+    valid = f"SMAX: {smax}\n  MPE: {mpe}\n  Hanabi: {', '.join(HANABI_PLAYERS)}\n  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
+    check(env_id in MAP_NAME_TO_SCENARIO, f"unknown --env-id {env_id!r}. Valid ids:\n  {valid}")
+    return SMAC_MAP_PRESETS.get(env_id, {})
 
-            obs, avail_actions, alive, actions, logprobs = (
-                stack(key) for key in ("obs", "avail", "alive", "actions", "logprobs")
-            )
-            truncated_host = np.concatenate([seg["truncated"] for seg in segments], axis=1)  # (T,E), picks final_* below
-            rewards, terminated = stack("rewards"), stack("terminated")  # (T,E)
-            truncated = torch.from_numpy(truncated_host).to(device)  # (T,E)
-            # (T,E,A,...) inputs, shapes as in mappo.py's storage
-            state = critic_input(
-                obs.flatten(0, 1),
-                stack("env_state").flatten(0, 1),
-                alive.flatten(0, 1),
-                agent_ids,
-                args.state_type,
-                args.death_masking,
-            ).view(T, E, A, S)
-            final_state = critic_input(  # (n,A,S): the n truncated steps only, in (T,E) order
-                stack("final_obs", rows=truncated_host),
-                stack("final_state", rows=truncated_host),
-                stack("final_alive", rows=truncated_host),
-                agent_ids,
-                args.state_type,
-                args.death_masking,
-            )
-            next_obs, next_alive = stack("next_obs", 0), stack("next_alive", 0)  # (E,A,O), (E,A)
-            next_state = critic_input(
-                next_obs, stack("next_env_state", 0), next_alive, agent_ids, args.state_type, args.death_masking
-            )
-            policy_lag = server.version - np.stack([seg["versions"] for seg in segments], axis=1)  # (T, segments)
 
-            if args.recurrent:  # the actor's hidden states as the server kept them
-                # step t > 0 begins an episode where step t-1 ended one: from the dones, not the server's flags, so the
-                # ratio test also checks the server's resets (as mappo_rnn.py); step 0's flag comes from the server
-                starts = torch.cat([stack("starts")[:1], (terminated | truncated)[:-1]])  # (T,E)
-                starts = starts.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
-                actor_hs = stack("actor_h")  # (T,E,A,H) the actor's hidden state entering step t, before its reset
-            else:
-                starts, actor_hs = torch.zeros((T, E, A), dtype=torch.bool, device=device), None
+def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
+    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id. Every argument
+    check is here: bad input exits 2 with one message."""
+    pre = argparse.ArgumentParser(add_help=False)
+    for name in ("env-id", "resume", "eval-only"):
+        pre.add_argument(f"--{name}", f"--{name.replace('-', '_')}")
+    for name in ("paper-preset", "recurrent"):
+        pre.add_argument(f"--{name}", f"--{name.replace('-', '_')}", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
+    if ckpt is not None:
+        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in [f.name for f in fields(Args) if f.init]})
+        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
+    else:
+        env_id = known.env_id or Args.env_id
+        presets = env_presets(env_id, known.paper_preset, known.recurrent)
+        defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset, recurrent=known.recurrent)
+    args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
+    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
+    env_presets(args.env_id)  # exits 2 on an unknown id
+    for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
+                 "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
+                 "max_grad_norm", "huber_delta", "data_chunk_length", "num_clients", "num_splits",
+                 "client_timeout"):  # fmt: skip
+        check(getattr(args, name) > 0, f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "server_batch", "flush_timeout",
+                 "max_policy_lag"):  # fmt: skip
+        check(getattr(args, name) >= 0, f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    check(not (args.resume and args.eval_only), "--resume and --eval-only are exclusive: give one checkpoint")
+    check(not args.track or importlib.util.find_spec("wandb") is not None, "--track needs wandb: pip install wandb")
+    check(0 < args.gamma <= 1, f"--gamma must be in (0, 1], got {args.gamma}")  # above 1 the returns run off to infinity
+    check(0 <= args.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
+    chunk = f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}"
+    check(args.data_chunk_length <= args.num_steps or not args.recurrent, chunk)  # a chunk holds one rollout's steps
+    splits = args.num_clients * args.num_splits  # one split: one request at a time
+    check(args.num_envs % splits == 0, f"--num-envs {args.num_envs} is not a multiple of {splits} splits (clients x splits)")
+    check(args.server_batch <= splits, f"--server-batch {args.server_batch} exceeds the {splits} requests that can wait")
+    check(args.role != "client" or args.rank >= 1, f"--rank {args.rank} must be 1 .. --num-clients for a client")
+    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.batch_size})"
+    check(
+        args.total_timesteps >= args.batch_size or args.eval_only,
+        f"--total-timesteps {args.total_timesteps} is {rollout_steps}",
+    )
+    return args, ckpt
 
-            updating = True
-            # ALGO LOGIC: the critic over the whole rollout in one batched forward, or one scan per segment from its
-            # slot's carried hidden state with --recurrent (it did not change during the rollout), then GAE
-            with torch.no_grad():
-                if args.recurrent:  # (T,E,A) V(s_t), (T,E,A,H) after each step, (E,A,H) entering step 0
-                    values_dn, critic_out, initial_critic_h = critic_over_segments(
-                        critic, state, starts, segments, critic_carry
-                    )
-                    critic_hs = torch.cat([initial_critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-                    final_values_dn, next_value = recurrent_bootstrap_values(
-                        critic, critic_out, final_state, next_state, terminated, truncated
-                    )
-                else:
-                    values_dn, _ = critic.value(state)  # (T,E,A) V(s_t)
-                    final_values_dn = torch.zeros_like(values_dn)  # (T,E,A), needed only where an episode was truncated
-                    final_values_dn[truncated] = critic.value(final_state)[0]
-                    next_value = critic.value(next_state)[0]  # (E,A)
-                advantages, returns = compute_gae(
-                    rewards, values_dn, next_value, terminated, truncated, final_values_dn, args.gamma, args.gae_lambda
-                )
-                if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, output layer rescaled
-                    critic.popart.update(returns)
-            if args.norm_adv:  # over the active agent-steps only
-                active_adv = advantages[alive] if alive.any() else advantages
-                advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
 
-            # ALGO LOGIC: cut the rollout into chunks of C steps (C = 1 without --recurrent: the flat batch of mappo.py);
-            # each chunk starts from its stored hidden states
-            c_obs = to_chunks(actor_input(obs, agent_ids), C)  # (C, N, O+A), N = ceil(T/C)*E*A chunks
-            c_state = to_chunks(state, C)  # (C, N, S)
-            c_avail = to_chunks(avail_actions, C)  # (C, N, U)
-            c_starts = to_chunks(starts, C)  # (C, N)
-            c_valid = to_chunks(torch.ones_like(alive), C)  # (C, N) False on the padding after step T
-            c_alive = to_chunks(alive, C)  # (C, N) False on the padding too
-            c_actions = to_chunks(actions, C)  # (C, N)
-            c_logprobs = to_chunks(logprobs, C)  # (C, N)
-            c_advantages = to_chunks(advantages, C)  # (C, N)
-            with torch.no_grad():  # PopArt-normalised targets, and the old values under the new statistics
-                c_returns_n = to_chunks(critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
-                c_values_n = to_chunks(critic.popart.normalize(values_dn.unsqueeze(-1)).squeeze(-1), C)  # (C, N)
-            c_actor_h0 = actor_hs[::C].reshape(-1, H) if args.recurrent else None  # (N, H) entering each chunk
-            c_critic_h0 = critic_hs[::C].reshape(-1, H) if args.recurrent else None  # (N, H)
-            policy_mask = c_alive if args.policy_active_masks else c_valid
-            value_mask = c_alive if args.value_active_masks else c_valid
+def load_checkpoint(path: str) -> dict:
+    """A checkpoint of this script, loaded with weights_only=True; anything else exits 2 with one line."""
+    check(os.path.isfile(path), f"checkpoint {path!r} does not exist")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # not a torch file, or one that holds more than tensors and plain values
+        ckpt = None
+    check(isinstance(ckpt, dict) and ckpt.get("format") == "cleanmappo", f"{path!r} is not a cleanmappo checkpoint")
+    check(ckpt["script"] == os.path.basename(__file__), f"{path!r} was written by {ckpt['script']}, not by this script")
+    return ckpt
 
-            # Optimizing the policy and value network
-            update_start = time.time()
-            N, minibatch_size = c_actions.shape[1], args.minibatch_size
-            clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
-            for epoch in range(args.update_epochs):
-                b_inds = torch.randperm(N, device=device)
-                for start in range(0, N, minibatch_size):
-                    mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
-                    mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
-                    mb_actor_h0 = c_actor_h0[mb_inds] if args.recurrent else None
-                    mb_critic_h0 = c_critic_h0[mb_inds] if args.recurrent else None
 
-                    # BPTT through each chunk with --recurrent; the hidden state resets where an episode starts in it
-                    logits, _ = actor(c_obs[:, mb_inds], mb_actor_h0, c_starts[:, mb_inds])  # (C, mb, U)
-                    dist = MaskedCategorical(logits, c_avail[:, mb_inds])
-                    newlogprob = dist.log_prob(c_actions[:, mb_inds])  # (C, mb)
-                    entropy = dist.entropy()
-                    logratio = newlogprob - c_logprobs[:, mb_inds]
-                    ratio = logratio.exp()
+def rendezvous(args: Args) -> list:
+    """The learner's side: the store listens on --master-addr only (--role all: on a free port, and the env clients start
+    here as processes), then the gloo group forms. -> the local client processes"""
+    try:  # torch's TCPStore would listen on every interface: it gets a socket bound to --master-addr
+        family = socket.AF_INET6 if ":" in args.master_addr else socket.AF_INET
+        sock = socket.create_server((args.master_addr, 0 if args.role == "all" else args.master_port), family=family)
+    except OSError as e:
+        check(False, f"cannot listen on {args.master_addr}:{args.master_port} for the rendezvous ({e})")
+    port, timeout = sock.getsockname()[1], datetime.timedelta(seconds=args.client_timeout)
+    store = tdist.TCPStore(args.master_addr, port, args.num_clients + 1, True, timeout, False, master_listen_fd=sock.detach())
+    store.set("args", json.dumps(asdict(args)))  # the run's settings, for the clients
+    cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--master-addr", args.master_addr]
+    cmd += ["--master-port", str(port), "--client-timeout", str(args.client_timeout), "--rank"]
+    local = args.num_clients if args.role == "all" else 0
+    procs = [subprocess.Popen([*cmd, str(c + 1)], stdin=subprocess.DEVNULL) for c in range(local)]
+    join(store, 0, args, procs)
+    return procs
 
-                    with torch.no_grad():
-                        # calculate approx_kl http://joschu.net/blog/kl-approx.html
-                        old_approx_kl = masked_mean(-logratio, mb_policy_mask)
-                        approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
-                        clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
-                        if epoch == 0 and start == 0:  # 0 at zero policy lag: the update sees what the server saw
-                            first_ratio_dev = (ratio - 1.0).abs()[c_valid[:, mb_inds]].max().item()
 
-                    mb_advantages = c_advantages[:, mb_inds]
-                    # Policy loss, over every active step of every chunk
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
-                    entropy_loss = masked_mean(entropy, mb_policy_mask)
-                    actor_loss = pg_loss - args.ent_coef * entropy_loss
-                    actor_optimizer.zero_grad()
-                    actor_loss.backward()
-                    grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
-                    actor_optimizer.step()
+def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] = None):
+    """Waits, at most --client-timeout s, for every process to be in the store (a local client that exits, or a learner
+    that is gone, ends the wait), then forms the gloo group of the learner (rank 0) and the clients"""
+    if args.master_addr in ("127.0.0.1", "localhost"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo listens on the loopback interface only
+    keys, deadline = [f"joined/{r}" for r in range(args.num_clients + 1)], time.time() + args.client_timeout
+    store.set(keys[rank], "1")
+    while not store.check(keys):
+        for c, proc in enumerate(procs):
+            check(proc.poll() is None, f"env client {c + 1} exited with status {proc.returncode} before the rendezvous")
+        check(parent is None or os.getppid() == parent, "the learner is gone")
+        joined = f"{sum(store.check([key]) for key in keys)} of {len(keys)} processes joined"
+        check(time.time() < deadline, f"{joined} within --client-timeout {args.client_timeout:g} s")
+        time.sleep(0.05)
+    tdist.init_process_group("gloo", store=store, rank=rank, world_size=len(keys), timeout=datetime.timedelta(days=1))
 
-                    # Value loss, on PopArt-normalised values
-                    newvalue, _ = critic(c_state[:, mb_inds], mb_critic_h0, c_starts[:, mb_inds])  # (C, mb)
-                    mb_returns, mb_values = c_returns_n[:, mb_inds], c_values_n[:, mb_inds]
-                    if epoch == 0 and start == 0:  # ~0: the chunks rebuild the critic's values (PopArt rounding)
-                        first_value_dev = (newvalue - mb_values).detach().abs()[c_valid[:, mb_inds]].max().item()
 
-                    v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
-                    if args.clip_vloss:
-                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                        v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
-                        v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
-                    v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
-                    critic_optimizer.zero_grad()
-                    (v_loss * args.vf_coef).backward()
-                    critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
-                    critic_optimizer.step()
-            update_time = time.time() - update_start
-            server.publish(actor)  # the server picks the new parameters up before its next batch
-            done_iteration, done_step = iteration, global_step
-            updating = False
-            if stop_signals:  # one that came during the update: the checkpoint holds this whole iteration
-                raise KeyboardInterrupt
+def client(args: Args):
+    """--role client: env client --rank of the learner at --master-addr:--master-port, until the run ends"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops the clients
+    parent, deadline, learner = os.getppid(), time.time() + args.client_timeout, f"{args.master_addr}:{args.master_port}"
+    while True:
+        with contextlib.suppress(RuntimeError):  # no learner there yet
+            store = tdist.TCPStore(args.master_addr, args.master_port, None, False, datetime.timedelta(seconds=1))
+            break
+        check(os.getppid() == parent and time.time() < deadline, f"env client {args.rank}: no learner at {learner}")
+    try:
+        store.set_timeout(datetime.timedelta(seconds=args.client_timeout))
+        init = [f.name for f in fields(Args) if f.init]
+        run_args = Args(**{k: v for k, v in json.loads(store.get("args")).items() if k in init})  # the run's settings
+        check(args.rank <= run_args.num_clients, f"--rank {args.rank} must be 1 .. {run_args.num_clients}, the run's clients")
+        join(store, args.rank, run_args, parent=parent)
+        env_client(run_args, args.rank - 1)
+    except RuntimeError as e:  # the learner is gone
+        print(f"env client {args.rank}: stopped, the learner is gone ({gloo_reason(e)})", file=sys.stderr)
+        sys.exit(1)
 
-            y_pred, y_true = values_dn.reshape(-1).cpu().numpy(), returns.reshape(-1).cpu().numpy()
-            var_y = np.var(y_true)
-            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-            # TRY NOT TO MODIFY: record rewards for plotting purposes
-            # env steps per second of wall time since the start, evaluations included: the clients step on meanwhile
-            sps = int((global_step - start_env_steps) / max(time.time() - run_start, 1e-9))
-            stats = server.take_stats()
-            writer.add_scalar("charts/learning_rate", actor_optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            if stats["episodes"]:
-                ep_returns, ep_lengths, ep_won = zip(*stats["episodes"])
-                writer.add_scalar("charts/episodic_return", np.mean(ep_returns), global_step)
-                writer.add_scalar("charts/episodic_length", np.mean(ep_lengths), global_step)
-                if eval_envs.is_smac:
-                    writer.add_scalar("charts/win_rate", np.mean(ep_won), global_step)
-            writer.add_scalar("stats/policy_lag", policy_lag.mean(), global_step)
-            writer.add_scalar("stats/policy_lag_max", policy_lag.max(), global_step)
-            writer.add_scalar("stats/dropped_steps", dropped, global_step)
-            writer.add_scalar("stats/server_batch_size", np.mean(stats["batch_sizes"] or [0]), global_step)
-            writer.add_scalar("stats/request_queue", server.requests.qsize(), global_step)
-            writer.add_scalar("stats/ready_queue", server.ready.qsize(), global_step)
-            env_time_total = sum(server.client_env_time.values())  # client seconds in env steps since they started
-            writer.add_scalar("stats/time_env", env_time_total - env_time_logged, global_step)  # since the last update
-            env_time_logged = env_time_total
-            writer.add_scalar("stats/time_inference", stats["infer_time"], global_step)
-            writer.add_scalar("stats/time_learner_wait", wait_time, global_step)
-            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
-            writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            writer.add_scalar("losses/grad_norm", grad_norm.item(), global_step)
-            writer.add_scalar("losses/critic_grad_norm", critic_grad_norm.item(), global_step)
-            writer.add_scalar("losses/first_ratio_dev", first_ratio_dev, global_step)
-            writer.add_scalar("losses/first_value_dev", first_value_dev, global_step)
-            if args.use_popart:
-                mean, std = critic.popart.stats()
-                writer.add_scalar("popart/mean", mean.item(), global_step)
-                writer.add_scalar("popart/std", std.item(), global_step)
-            writer.add_scalar("time/update", update_time, global_step)
-            info = f"FPS {sps}  lag {policy_lag.mean():.1f}"
-            if stats["episodes"]:
-                info += f"  return {np.mean(ep_returns):.2f}"
-                info += f"  win {np.mean(ep_won):.2f}" if eval_envs.is_smac else ""
+def gloo_reason(e: Exception) -> str:
+    return str(e).split("] ")[-1].split(". ")[0]  # gloo's reason, without its source path and advice
 
-            if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
-                eval_start = time.time()
-                win_rate, eval_return = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
-                evals.append([global_step, win_rate, eval_return, time.time() - start_time])
-                writer.add_scalar("eval/episodic_return", eval_return, global_step)
-                if eval_envs.is_smac:
-                    writer.add_scalar("eval/win_rate", win_rate, global_step)
-                writer.add_scalar("time/eval", time.time() - eval_start, global_step)
-                info += f"  eval return {eval_return:.2f}" + (f"  eval win {win_rate:.2f}" if eval_envs.is_smac else "")
-            if args.save_interval and iteration % args.save_interval == 0:  # a killed run loses at most N updates
-                path = f"runs/{run_name}/{args.exp_name}.pt"
-                save_checkpoint(
-                    path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals
-                )
-            progress.update(task, completed=global_step, info=info)
-            if progress.disable and (time.time() - printed >= 30 or iteration in (start_iteration, args.num_iterations)):
-                printed = time.time()  # piped: a line every 30 s, or every iteration if one takes longer
-                print(f"{args.env_id} step {global_step}/{total}  {info}", flush=True)
-    except (KeyboardInterrupt, RunFailed) as e:
-        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the checkpoint short
-            signal.signal(sig, signal.SIG_IGN)
-        progress.stop()
-        stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
-        path = f"runs/{run_name}/{args.exp_name}.pt"
-        save_checkpoint(
-            path, actor, critic, actor_optimizer, critic_optimizer, args, done_step, done_iteration, run_name, evals
+
+class Run:
+    """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard (W&B with --track), shows
+    progress (a status line on a terminal, a line every 30 s when piped), and makes Ctrl-C or SIGTERM, or a lost client
+    (`error`), a stop while waiting for a rollout or after the update under way, with a checkpoint of the last update."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict], actor, critic, actor_optimizer, critic_optimizer, eval_envs):
+        self.args, self.eval_envs, self.is_smac, self.signals, self.error = args, eval_envs, eval_envs.is_smac, [], None
+        self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
+        for name in list(self.parts)[: 4 if args.resume else 2] if ckpt else ():
+            try:
+                self.parts[name].load_state_dict(ckpt[name])
+            except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
+                check(False, f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
+        self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+        self.global_step, self.iteration, self.evals = 0, 0, []
+        if args.resume:  # the step counters, the eval history and the run directory go on
+            self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
+            self.evals = [list(e) for e in ckpt["evals"]]
+        self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
+        self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
+        self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
+
+    def start(self):
+        """Tracking, the stop signals caught."""
+        if self.args.track:
+            import wandb
+
+            wandb.init(project=self.args.wandb_project_name, entity=self.args.wandb_entity, sync_tensorboard=True,
+                       config=vars(self.args), name=self.run_name, save_code=True, resume="allow")  # fmt: skip
+        self.writer = SummaryWriter(f"runs/{self.run_name}")
+        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
+        self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+        self.handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # put back at the end
+        for sig in self.handlers:  # also where a shell started us with SIGINT ignored (cmd &)
+            signal.signal(sig, self.stop)
+        if self.total != self.args.total_timesteps:
+            print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
+        print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
+
+    def stop(self, signum, frame):  # only a flag: nothing is raised inside an update, a JAX compile or a gc callback
+        self.signals.append(signum)
+
+    def stop_requested(self, steps_into_rollout: int = 0) -> bool:
+        self.show_progress(self.global_step + steps_into_rollout)
+        return bool(self.signals)
+
+    def show_progress(self, step: int, force: bool = False):
+        """A status line, at most every 0.5 s on a terminal (cut to its width), every 30 s when piped."""
+        tty = sys.stdout.isatty()
+        if not force and time.time() - self.printed < (0.5 if tty else 30):
+            return
+        self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
+        eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
+        tag = "win_rate" if self.is_smac else "episodic_return"  # of the last rollout's episodes, of the last evaluation
+        names = {f"charts/{tag}": "win" if self.is_smac else "return", f"eval/{tag}": "eval"}
+        scores = "".join(f" {name} {self.latest[t]:.2f}" for t, name in names.items() if t in self.latest)
+        line = f"step {step}/{self.total} SPS {sps} ETA {eta}{scores} | {self.args.env_id}"  # 80 columns show all but the id
+        print(
+            f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
         )
-        write_eval_summary(f"runs/{run_name}/eval_summary.json", args, done_step, evals, eval_envs.is_smac)
-        writer.close()
-        for envs in [*slot_envs, eval_envs]:
-            envs.close()
-        if isinstance(e, RunFailed):
-            print(f"error: {e}; stopped the run, checkpoint at step {done_step} in {path}", file=sys.stderr, flush=True)
-        else:
-            print(f"interrupted at step {global_step}: checkpoint at step {done_step} in {path}, logs flushed", flush=True)
-        if args.track:
-            wandb.finish(exit_code=1 if isinstance(e, RunFailed) else 130)
-        sys.stdout.flush()
-        # not sys.exit: a JAX compile the signal cut short goes on in a thread, and the interpreter's
-        # teardown under it aborts or segfaults; every file is written and every child stopped by now
-        os._exit(1 if isinstance(e, RunFailed) else 130)
-    finally:  # the run is complete, or a bug or device error raised (its traceback follows): stop the clients
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        progress.stop()
-        stop_clients(server, procs, args.world_size if args.asynchronous else 1, store_dir)
 
-    if args.save_model or args.resume:  # a resumed run keeps its checkpoint up to date
-        path = f"runs/{run_name}/{args.exp_name}.pt"
-        save_checkpoint(path, actor, critic, actor_optimizer, critic_optimizer, args, global_step, iteration, run_name, evals)
-        print(f"model saved to {path}")
-    write_eval_summary(f"runs/{run_name}/eval_summary.json", args, global_step, evals, eval_envs.is_smac)
-    for envs in [*slot_envs, eval_envs]:
+    def end_iteration(self, iteration: int, seconds: float, stats: dict, episodes: dict, result: Optional[tuple]):
+        """Logs an iteration's statistics, its training episodes and its evaluation (win rate, return) if any."""
+        self.iteration, self.train_time = iteration, self.train_time + seconds
+        stats["charts/SPS"] = int((self.global_step - self.start_step) / self.train_time)
+        stats["charts/learning_rate"] = self.parts["actor_optimizer"].param_groups[0]["lr"]
+        if self.args.use_popart:
+            stats["popart/mean"], stats["popart/std"] = (x.item() for x in self.parts["critic"].popart.stats())
+        if episodes["finished"]:
+            returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
+            stats.update({"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()})
+            stats.update({"charts/win_rate": won.mean()} if self.is_smac else {})  # MPE has no win
+            episodes["finished"] = []
+        if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
+            train = float(stats.get("charts/win_rate" if self.is_smac else "charts/episodic_return", np.nan))
+            self.evals.append([self.global_step, *result, time.time() - self.start_time, train])
+            stats.update({"eval/episodic_return": result[1], **({"eval/win_rate": result[0]} if self.is_smac else {})})
+        for tag, value in stats.items():
+            self.writer.add_scalar(tag, value, self.global_step)
+        self.latest.update(stats)
+        if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
+            self.save()
+        self.show_progress(self.global_step, force=iteration in (1, self.args.num_iterations))
+
+    def save(self):
+        """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""
+        ckpt = {name: part.state_dict() for name, part in self.parts.items()}
+        ckpt.update(format="cleanmappo", script=os.path.basename(__file__), args=asdict(self.args), run_name=self.run_name)
+        torch.save(dict(ckpt, global_step=self.global_step, iteration=self.iteration, evals=self.evals), f"{self.path}.tmp")
+        os.replace(f"{self.path}.tmp", self.path)
+
+    def finish(self, envs):
+        """The checkpoint (always after a stop or with --resume), the paper's eval summary (median of the last 10
+        evaluations, printed and written as JSON), every file flushed, every child process closed."""
+        print("\n" if sys.stdout.isatty() else "", end="", flush=True)
+        if self.signals or self.error or self.args.save_model or self.args.resume:
+            self.save()
+            print(f"checkpoint at step {self.global_step}: {self.path}")
+        if self.evals:  # rows: step, eval win rate, eval return, wall time, training score
+            last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"
+            summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
+            summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
+            summary["median_win_rate"] = float(np.median(last[:, 1])) if self.is_smac else None  # MPE has no win
+            train = "train_win_rate" if self.is_smac else "train_return"  # of the rollout before each evaluation
+            summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
+            keys = ("step", "win_rate" if self.is_smac else None, "episodic_return", "wall_time", train)
+            summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in self.evals]  # NaN: left out
+            with open(path, "w") as f:
+                json.dump(summary, f, indent=1)
+            win = f"win rate {summary['median_win_rate']:.3f}, " if self.is_smac else ""
+            print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})")
+        self.writer.close()
         envs.close()
-    writer.close()
+        self.eval_envs.close()
+        for sig, handler in self.handlers.items():
+            signal.signal(sig, handler)
+        if self.args.track:
+            import wandb
+
+            wandb.finish(exit_code=1 if self.error else 130 if self.signals else 0)
+        if self.error:
+            print(f"error: {self.error}; the run stopped at step {self.global_step}", file=sys.stderr, flush=True)
+            sys.exit(1)
+        if self.signals:
+            print(f"interrupted at step {self.global_step}, logs flushed", flush=True)
+            sys.exit(130)
+
+    def report(self, result: tuple[float, float]):
+        """--eval-only's output."""
+        self.eval_envs.close()
+        print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} greedy episodes")
+        print((f"win_rate={result[0]:.4f} " if self.is_smac else "") + f"episodic_return={result[1]:.4f}")
+
+
+if __name__ == "__main__":
+    args, ckpt = parse_args()
+    client(args) if args.role == "client" else train(args, ckpt)

@@ -22,8 +22,7 @@ SCRIPTS = {
     "mappo.py": [],
     "ippo.py": [],
     "mappo_rnn.py": [],
-    "mappo_async_seed.py": ["--no-async", "--num-clients", "1", "--num-splits", "2"],
-}  # script -> its own flags
+}  # script -> its own flags (mappo_async_seed.py at zero lag must log mappo.py's and mappo_rnn.py's: test_golden.py)
 ENV_FLAGS = {  # a few updates each: 3 on SMAX and MPE, 2 on SMAClite (SMAClite has no 3m: 2s3z is its smallest map here)
     "3m": ["--num-envs", "4", "--num-steps", "60", "--total-timesteps", "720", "--eval-episodes", "8"],
     "simple_spread_v3": ["--num-envs", "8", "--num-steps", "25", "--total-timesteps", "600", "--eval-episodes", "8"],

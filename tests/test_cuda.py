@@ -32,12 +32,14 @@ def test_cuda_smoke_3m(run_script, tmp_path, script):
     check_on_gpu_and_portable(run_script, run, script)
 
 
-@pytest.mark.parametrize("no_async", [False, True])
-def test_cuda_async_3m(run_script, tmp_path, no_async):
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_cuda_async_3m(run_script, tmp_path, recurrent):
+    """Inference on the GPU in the server thread, the update on the GPU, the clients' envs on the CPU"""
     flags = ["--env-id", "3m", *GPU_SMALL, "--total-timesteps", "256", "--save-model", "--num-clients", "1"]
-    run_script("mappo_async_seed.py", *flags, *(["--no-async"] if no_async else []), timeout=300)
+    run_script("mappo_async_seed.py", *flags, "--max-policy-lag", "0", *(["--recurrent"] if recurrent else []), timeout=300)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
-    assert scalars["charts/SPS"][-1][0] >= 256
+    assert [s for s, _ in scalars["charts/SPS"]] == [128, 256]
     assert all(v == v for _, v in scalars["losses/value_loss"])  # no NaN
+    assert all(v <= 1e-5 for _, v in scalars["losses/first_ratio_dev"])  # zero lag: the server's log-probs, again
     check_on_gpu_and_portable(run_script, run, "mappo_async_seed.py")

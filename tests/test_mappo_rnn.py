@@ -80,12 +80,11 @@ def first_devs(train, tmp_path, script="mappo_rnn.py", extra=()) -> tuple[list[f
 def test_bootstrap_values_match_a_step_by_step_scan(script):
     """The value of a truncated episode's final observation continues that episode's hidden state (no reset); the value
     after the rollout's last step starts from zeros only where that step ended an episode. Checked against the critic
-    stepped one observation at a time. (mappo_async_seed.py --recurrent has the same function under another name.)"""
+    stepped one observation at a time. (mappo_async_seed.py --recurrent has the same function.)"""
     m = importlib.import_module(script)
     torch.manual_seed(1)
     T, E, A, S, H = 6, 3, 2, 6, 8
     critic = m.Critic(S, hidden_dim=H, recurrent=True) if script == "mappo_async_seed" else m.Critic(S, hidden_dim=H)
-    bootstrap_values = m.recurrent_bootstrap_values if script == "mappo_async_seed" else m.bootstrap_values
     state, final_state, next_state = torch.randn(T, E, A, S), torch.randn(T, E, A, S), torch.randn(E, A, S)
     terminated, truncated = torch.zeros(T, E, dtype=torch.bool), torch.zeros(T, E, dtype=torch.bool)
     truncated[2, 0], terminated[5, 0] = True, True  # env 0: time limit inside, a side wiped out on the last step
@@ -96,9 +95,8 @@ def test_bootstrap_values_match_a_step_by_step_scan(script):
     h0 = torch.randn(E, A, H)  # env 2's carried state
     with torch.no_grad():
         _, critic_out = critic.value(state, h0, starts)  # (T,E,A,H)
-    dones = (terminated, truncated) if script == "mappo_async_seed" else ((terminated | truncated)[-1], truncated)
-    final_values, next_value = bootstrap_values(  # the final states of the truncated steps only, (n,A,S)
-        critic, critic_out, final_state[truncated], next_state, *dones
+    final_values, next_value = m.bootstrap_values(  # the final states of the truncated steps only, (n,A,S)
+        critic, critic_out, final_state[truncated], next_state, (terminated | truncated)[-1], truncated
     )
     assert final_values.shape == (T, E, A) and next_value.shape == (E, A)
 
