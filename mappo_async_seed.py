@@ -2,8 +2,10 @@
 # Details: README.md#mappo_async_seedpy
 # Args, env adapters, networks, acting (env clients, inference server), GAE, update, evaluation, training loop; then env
 # backends and plumbing.
+# ruff: noqa: E402 (the imports below come after setting what they read at import, and after STARTED_BY)
 import os
 
+STARTED_BY = os.getppid()  # taken before the slow imports: a client stops when the process that started it is gone
 os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
 
@@ -1201,18 +1203,19 @@ def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] =
 def client(args: Args):
     """--role client: env client --rank of the learner at --master-addr:--master-port, until the run ends"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops the clients
-    parent, deadline, learner = os.getppid(), time.time() + args.client_timeout, f"{args.master_addr}:{args.master_port}"
-    while True:
-        with contextlib.suppress(RuntimeError):  # no learner there yet
-            store = tdist.TCPStore(args.master_addr, args.master_port, None, False, datetime.timedelta(seconds=1))
+    deadline, learner = time.time() + args.client_timeout, (args.master_addr, args.master_port)
+    while True:  # plain connects until the learner listens (a failed TCPStore connect logs a C++ stack trace)
+        with contextlib.suppress(OSError), socket.create_connection(learner, timeout=1):
             break
-        check(os.getppid() == parent and time.time() < deadline, f"env client {args.rank}: no learner at {learner}")
+        no_learner = f"env client {args.rank}: no learner at {args.master_addr}:{args.master_port}"
+        check(os.getppid() == STARTED_BY and time.time() < deadline, no_learner)
+        time.sleep(0.1)
     try:
-        store.set_timeout(datetime.timedelta(seconds=args.client_timeout))
+        store = tdist.TCPStore(*learner, None, False, datetime.timedelta(seconds=args.client_timeout))
         init = [f.name for f in fields(Args) if f.init]
         run_args = Args(**{k: v for k, v in json.loads(store.get("args")).items() if k in init})  # the run's settings
         check(args.rank <= run_args.num_clients, f"--rank {args.rank} must be 1 .. {run_args.num_clients}, the run's clients")
-        join(store, args.rank, run_args, parent=parent)
+        join(store, args.rank, run_args, parent=STARTED_BY)
         env_client(run_args, args.rank - 1)
     except RuntimeError as e:  # the learner is gone
         print(f"env client {args.rank}: stopped, the learner is gone ({gloo_reason(e)})", file=sys.stderr)

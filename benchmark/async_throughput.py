@@ -1,28 +1,66 @@
-"""mappo_async_seed.py's throughput with 1, 2 and 3 env splits per client, next to its --no-async mode and mappo.py,
-all at the same env and total number of envs, each run alone, one after the other.
+"""mappo_async_seed.py beside mappo.py at the same number of envs: env steps trained per second (SPS), each run alone,
+one after the other, on three kinds of env:
 
-    python benchmark/async_throughput.py [--env-ids 3m smaclite/2s3z] [--num-envs 12] [--iterations 6] [--cuda]
+- a latency-bound env (simulated): SMAX 3m whose every env step also waits --delay seconds in time.sleep, using no
+  CPU, as a slow simulator would (a split of k envs waits k x delay);
+- SMAX 3m as it is (all envs of a process in one jitted call);
+- SMAClite 2s3z, a CPU-bound simulator in pure Python (SMAClite has no 3m; 2s3z is its smallest map).
 
-FPS is the steady state: env steps between the first and the last update over the wall time between them (the first
-update, with JIT compilation and process start-up, is left out); no evaluation runs. --num-envs must divide by
-num_clients x splits for every split count (12 = 2 clients x 1, 2 or 3 splits x 6, 3 or 2 envs). Where the time goes
-is read from the runs' own timers: per update, the learner's wait for a batch, its update, and the server's inference;
-the clients' env time summed over clients. Writes benchmark/results/async_throughput.md and .json.
+    python benchmark/async_throughput.py                 # every row (about an hour on 2 cores)
+    python benchmark/async_throughput.py --envs sim-3m   # one kind
+
+SPS is the steady state: env steps between the first and the last update over the wall time between them (start-up,
+compilation and the first rollout left out; no evaluation). Each row also has where the time went, per update: the
+learner's update and its wait for a rollout, the server's inference, and env stepping summed over the clients.
+Writes benchmark/results/async_throughput.json, one row per run; README.md's table is generated from it.
+
+The simulated env is run through this file (`--slowed DELAY SCRIPT ARGS...` wraps the script's make_env), so an
+async run goes as a learner and separate client processes (--role learner / client) on loopback.
 """
 
 import argparse
 import glob
+import importlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
-from throughput import write_results  # benchmark/ is on the path of a script run from it
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "benchmark", "results", "async_throughput.json")
+ENVS = {  # name -> label, env flags, seconds of sleep per env step, updates per run
+    "sim-3m": ("3m + 2 ms sleep per env step (simulated latency-bound env)", ["--env-id", "3m"], 0.002, 5),
+    "3m": ("3m", ["--env-id", "3m"], 0.0, 8),
+    "smaclite-2s3z": ("smaclite/2s3z", ["--env-id", "smaclite/2s3z", "--num-workers", "1"], 0.0, 4),
+}
+LAYOUTS = [(2, 1), (2, 2), (4, 2)]  # async clients x splits, beside mappo.py, at --num-envs envs
+
+
+def slowed(delay: float, script: str, argv: list[str]):
+    """Runs a script (mappo.py, or a role of mappo_async_seed.py) with every env step waiting delay seconds per env"""
+    sys.path.insert(0, ROOT)
+    module = importlib.import_module(os.path.basename(script)[: -len(".py")])
+    make_env = module.make_env
+
+    class Slowed:
+        def __init__(self, envs):
+            self.envs = envs
+
+        def __getattr__(self, name):
+            return getattr(self.envs, name)
+
+        def step(self, actions):
+            time.sleep(delay * self.envs.num_envs)
+            return self.envs.step(actions)
+
+    module.make_env = lambda *args, **kwargs: Slowed(make_env(*args, **kwargs))
+    args, ckpt = module.parse_args(argv)
+    module.client(args) if getattr(args, "role", "all") == "client" else module.train(args, ckpt)
 
 
 def scalars(run_dir: str) -> dict:
@@ -33,98 +71,87 @@ def scalars(run_dir: str) -> dict:
     return {tag: [(e.step, e.wall_time, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
-def measure(label: str, cmd: list[str], log_path: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp, open(log_path, "w") as log:
-        start = time.time()
-        subprocess.run(cmd, cwd=tmp, check=True, stdout=log, stderr=subprocess.STDOUT)
-        wall = time.time() - start
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(script: str, flags: list[str], delay: float, clients: int) -> dict:
+    """One run, alone, in a temporary folder -> SPS and per-update times (means over the updates after the first)"""
+    python = [sys.executable, *([os.path.abspath(__file__), "--slowed", str(delay)] if delay else [])]
+    cmd = [*python, os.path.join(ROOT, script), *flags]
+    with tempfile.TemporaryDirectory() as tmp:
+        if delay and script == "mappo_async_seed.py":  # the clients through this file too
+            net = ["--master-port", str(free_port())]
+            procs = [subprocess.Popen([*cmd, "--role", "learner", *net], cwd=tmp)]
+            client = [*python, os.path.join(ROOT, script), "--role", "client", *net, "--rank"]
+            procs += [subprocess.Popen([*client, str(c + 1)], cwd=tmp) for c in range(clients)]
+            assert [p.wait() for p in procs] == [0] * len(procs), cmd
+        else:
+            subprocess.run(cmd, cwd=tmp, check=True)
         s = scalars(glob.glob(os.path.join(tmp, "runs", "*"))[0])
     sps = s["charts/SPS"]
-    row = dict(config=label, fps=(sps[-1][0] - sps[0][0]) / (sps[-1][1] - sps[0][1]), updates=len(sps), wall_s=wall)
-    per_update = (sps[-1][1] - sps[0][1]) / (len(sps) - 1)
-    row["update_interval_s"] = per_update
-
-    def mean_after_first(tag):
-        return float(np.mean([v for _, _, v in s[tag][1:]])) if tag in s else float("nan")
-
-    row["learner_update_s"] = mean_after_first("time/update")
-    if "stats/time_learner_wait" in s:  # mappo_async_seed.py
-        row["learner_wait_s"] = mean_after_first("stats/time_learner_wait")
-        row["inference_s"] = mean_after_first("stats/time_inference")
-        row["client_env_s"] = mean_after_first("stats/time_env")  # client seconds in env steps per update
-        row["policy_lag"] = mean_after_first("stats/policy_lag")
-        row["server_batch"] = mean_after_first("stats/server_batch_size")
-    else:  # mappo.py
-        row["env_s"] = mean_after_first("time/env")
+    row = dict(sps=(sps[-1][0] - sps[0][0]) / (sps[-1][1] - sps[0][1]), updates=len(sps))
+    for name, tag in dict(update_s="time/update", env_s="time/env", inference_s="time/inference").items():
+        row[name] = float(np.mean([v for *_, v in s[tag][1:]])) if tag in s else None
+    for name, tag in dict(wait_s="time/learner_wait", policy_lag="stats/policy_lag", batch="stats/server_batch").items():
+        row[name] = float(np.mean([v for *_, v in s[tag][1:]])) if tag in s else None
     return row
 
 
 def main():
+    if sys.argv[1:2] == ["--slowed"]:
+        return slowed(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env-ids", nargs="+", default=["3m", "smaclite/2s3z"])
-    parser.add_argument("--num-envs", type=int, default=12)
-    parser.add_argument("--num-clients", type=int, default=2)
-    parser.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--iterations", type=int, default=6, help="updates per run (the first is left out)")
-    parser.add_argument(
-        "--smaclite-iterations", type=int, default=3, help="updates per SMAClite run (its envs step ~200 SPS here)"
-    )
-    parser.add_argument("--cuda", action="store_true", help="networks and updates on the GPU (envs stay on the CPU)")
-    parser.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "async_throughput"))
+    parser.add_argument("--envs", nargs="+", choices=list(ENVS), default=list(ENVS))
+    parser.add_argument("--num-envs", type=int, default=8, help="envs of every run (mappo.py's SMAC default)")
+    parser.add_argument("--out", default=OUT)
     opts = parser.parse_args()
-    if min(opts.iterations, opts.smaclite_iterations) < 2:
-        parser.error("--iterations and --smaclite-iterations must be >= 2 (the first update is left out)")
-    os.makedirs(opts.out, exist_ok=True)
-    rows = []
-    for env_id in opts.env_ids:
-        if env_id.startswith("smaclite/"):
+    rows = json.load(open(opts.out)) if os.path.exists(opts.out) else []
+    for name in opts.envs:
+        label, env_flags, delay, updates = ENVS[name]
+        if name.startswith("smaclite"):
             try:
                 import smaclite  # noqa: F401
-            except Exception as e:
-                print(f"skipping {env_id}: SMAClite is not installed ({e})")
+            except (ImportError, OSError) as e:
+                print(f"skipping {label}: SMAClite is not installed ({e})")
                 continue
-        iterations = opts.smaclite_iterations if env_id.startswith("smaclite/") else opts.iterations
-        common = ["--env-id", env_id, "--num-envs", str(opts.num_envs), "--eval-interval", "0"]
-        common += ["--cuda" if opts.cuda else "--no-cuda"]
-        common += ["--total-timesteps", str(iterations * opts.num_envs * 400)]  # 400 steps: the SMAC rollout length
-        # one env worker per split: a client steps one split at a time, so that is one busy core per client
-        workers = ["--num-workers", "1"] if env_id.startswith("smaclite/") else []
-        runs = [("mappo.py", [os.path.join(ROOT, "mappo.py"), *common])]
-        async_cmd = [os.path.join(ROOT, "mappo_async_seed.py"), *common, *workers]
-        runs.append(("async --no-async (1 split)", [*async_cmd, "--no-async", "--num-splits", "1"]))
-        clients = ["--num-clients", str(opts.num_clients)]
-        for m in opts.splits:
-            runs.append((f"async, {m} split{'s' * (m > 1)}", [*async_cmd, *clients, "--num-splits", str(m)]))
-        for label, cmd in runs:
-            name = label.replace(" ", "_").translate(str.maketrans("", "", ",()"))  # a plain file name
-            log = os.path.join(opts.out, f"{env_id.replace('/', '-')}__{name}.log")
-            row = dict(env_id=env_id, num_envs=opts.num_envs, **measure(label, [sys.executable, *cmd], log))
+        rows = [r for r in rows if r["env"] != label]  # this env's rows are measured again
+        common = [*env_flags, "--no-cuda", "--num-envs", str(opts.num_envs), "--eval-interval", "0"]
+        common += ["--total-timesteps", str(updates * opts.num_envs * 400)]  # 400 steps: the SMAC rollout
+        runs = [("mappo.py", 1, 1)] + [("mappo_async_seed.py", c, m) for c, m in LAYOUTS]
+        for script, clients, splits in runs:
+            layout = ["--num-clients", str(clients), "--num-splits", str(splits)] if script != "mappo.py" else []
+            row = dict(env=label, script=script, clients=clients, splits=splits, envs=opts.num_envs, simulated=delay > 0)
+            row.update(measure(script, [*common, *layout], delay, clients))
+            row["command"] = " ".join(["python", f"{script}", *common, *layout])
             rows.append(row)
             print(json.dumps(row), flush=True)
-    lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on {'cuda' if opts.cuda else 'cpu'}, "
-        f"{opts.num_clients} clients: "
-        f"`python benchmark/async_throughput.py --env-ids {' '.join(opts.env_ids)} --num-envs {opts.num_envs} "
-        f"--num-clients {opts.num_clients} --splits {' '.join(map(str, opts.splits))} --iterations {opts.iterations} "
-        f"--smaclite-iterations {opts.smaclite_iterations}{' --cuda' if opts.cuda else ''}`",
-        "",
-        "Per update (seconds): the learner's wait for a batch and its update; the server's inference; env stepping summed "
-        "over the clients (mappo.py: its env time).",
-        "",
-        "| env | envs | config | FPS | vs 1 split | vs mappo.py | s between updates | learner wait | update | inference "
-        "| env (all clients) | policy lag |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            with open(opts.out, "w") as f:  # after every run: an interrupted benchmark keeps what it measured
+                json.dump(rows, f, indent=1)
+    print(table(rows))
+
+
+def table(rows: list[dict]) -> str:
+    """The README's table (update_readme.py calls this)"""
+    out = [
+        "| env | script | clients x splits | envs | SPS | vs mappo.py | vs 1 split | per update (s): update / learner "
+        "wait / inference / env steps (all clients) | policy lag |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        base = next(b["fps"] for b in rows if b["env_id"] == r["env_id"] and b["config"] == "mappo.py")
-        one = next((b["fps"] for b in rows if b["env_id"] == r["env_id"] and b["config"] == "async, 1 split"), np.nan)
-        lines.append(
-            f"| {r['env_id']} | {r['num_envs']} | {r['config']} | {r['fps']:.0f} | {r['fps'] / one:.2f} "
-            f"| {r['fps'] / base:.2f} | {r['update_interval_s']:.2f} | {r.get('learner_wait_s', float('nan')):.2f} "
-            f"| {r['learner_update_s']:.2f} | {r.get('inference_s', float('nan')):.2f} "
-            f"| {r.get('client_env_s', r.get('env_s', float('nan'))):.2f} | {r.get('policy_lag', 0.0):.2f} |"
+        base = next(b["sps"] for b in rows if b["env"] == r["env"] and b["script"] == "mappo.py")
+        one = [b["sps"] for b in rows if b["env"] == r["env"] and b["clients"] == r["clients"] and b["splits"] == 1]
+        layout = f"{r['clients']} x {r['splits']}" if r["script"] != "mappo.py" else "-"
+        times = " / ".join("-" if r.get(k) is None else f"{r[k]:.2f}" for k in ("update_s", "wait_s", "inference_s", "env_s"))
+        lag = "-" if r.get("policy_lag") is None else f"{r['policy_lag']:.2f}"
+        vs_one = f"{r['sps'] / one[0]:.2f}" if one and r["script"] != "mappo.py" else "-"
+        out.append(
+            f"| {r['env']} | {r['script']} | {layout} | {r['envs']} | {r['sps']:.0f} | {r['sps'] / base:.2f} | {vs_one} "
+            f"| {times} | {lag} |"
         )
-    write_results(opts.out, lines, rows)
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
