@@ -357,7 +357,7 @@ class Acting:
         self.requests, self.parked, self.cond = queue.Queue(), [], threading.Condition()  # parked: waiting for a free buffer
         self.received, self.answered, self.last_seen, self.env_time = [0] * C, [0] * C, [time.time()] * C, [0.0] * C
         self.error, self.stopping = None, False
-        self.stats, self.sends = dict(forwards=0, requests=0, inference=0.0, env_time=0.0, wait=0.0), []
+        self.stats, self.sends = dict(forwards=0, requests=0, inference=0.0, env_time=0.0, wait=0.0), {}
         self.threads = [threading.Thread(target=self.receive, args=(c,), daemon=True) for c in range(C)]
         self.threads.append(threading.Thread(target=self.serve, daemon=True))
         for thread in self.threads:
@@ -408,9 +408,11 @@ class Acting:
                     if has_outcome:
                         self.record(slot, data)
                     self.parked.append((slot, has_outcome, data))
+                if self.stopping:  # close() answers the parked requests
+                    break
                 ready = [request for request in self.parked if self.may_act(request[0])]
                 self.parked = [request for request in self.parked if not self.may_act(request[0])]
-                if ready and not self.stopping:
+                if ready:
                     self.act(ready)
         except Exception as e:  # a failed forward, a malformed request: the run fails with it, nothing hangs
             self.error = self.error or f"inference server: {type(e).__name__}: {e}"
@@ -434,7 +436,7 @@ class Acting:
                 self.complete[r % self.ring] += 1
                 self.cond.notify()
 
-    @torch.no_grad()
+    @torch.inference_mode()  # no autograd bookkeeping: the server's tensors never reach a backward pass
     def act(self, requests: list):
         """One policy forward for the batch; each step written into its rollout buffer; the actions sent back"""
         start, E = time.time(), self.args.num_envs
@@ -460,10 +462,10 @@ class Acting:
             buf["actions"][t, e], buf["logprobs"][t, e], buf["versions"][t, e] = action[i : i + k], logprob[i : i + k], version
             buf["actor_hs"][t, e] = h[i : i + k]  # be really careful about the index: the state that step t starts from
             self.slots[slot][1] = t + 1
-            # not a blocking send: gloo completes it once the client waits on that split, and it waits in split order
-            self.sends.append(tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1]))
+            # not a blocking send: gloo completes it once the client waits on that split, and it waits in split order.
+            # The slot's last answer is kept until its next: the client has it once it sends a new request
+            self.sends[slot] = tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1])
             self.answered[slot[0]], i = self.answered[slot[0]] + 1, i + k
-        self.sends = [work for work in self.sends if not work.is_completed()]
         self.stats.update(forwards=self.stats["forwards"] + 1, requests=self.stats["requests"] + len(requests))
         self.stats["inference"] += time.time() - start
 
@@ -526,7 +528,7 @@ class Acting:
         while any(thread.is_alive() for thread in self.threads[:-1]) and time.time() < deadline:
             for c, split in waiting:
                 with contextlib.suppress(RuntimeError):  # a client that stopped already
-                    self.sends.append(tdist.isend(stop, dst=c + 1, tag=split))
+                    self.sends[c, split] = tdist.isend(stop, dst=c + 1, tag=split)
             waiting = []
             with contextlib.suppress(queue.Empty):
                 request = self.requests.get(timeout=0.05)

@@ -34,31 +34,49 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmark", "results", "async_throughput.json")
 ENVS = {  # name -> label, env flags, seconds of sleep per env step, updates per run
-    "sim-3m": ("3m + 2 ms sleep per env step (simulated latency-bound env)", ["--env-id", "3m"], 0.002, 5),
+    "sim-3m": ("simulated: 2 ms sleep per env step, 3m's shapes", ["--env-id", "3m"], 0.002, 5),
     "3m": ("3m", ["--env-id", "3m"], 0.0, 8),
     "smaclite-2s3z": ("smaclite/2s3z", ["--env-id", "smaclite/2s3z", "--num-workers", "1"], 0.0, 4),
 }
 LAYOUTS = [(2, 1), (2, 2), (4, 2)]  # async clients x splits, beside mappo.py, at --num-envs envs
 
 
-def slowed(delay: float, script: str, argv: list[str]):
-    """Runs a script (mappo.py, or a role of mappo_async_seed.py) with every env step waiting delay seconds per env"""
+class SleepEnv:
+    """The simulated latency-bound env: every env step is delay seconds of time.sleep (no CPU), and nothing else is
+    computed: observations and states are fixed noise of the shapes of the env it stands in for, every action is
+    available, every agent alive, an episode lasts 60 steps (3m's limit) and ends in a truncation."""
+
+    def __init__(self, like, delay: float, seed: int):
+        self.num_envs, self.num_agents, self.num_actions = like.num_envs, like.num_agents, like.num_actions
+        self.obs_dim, self.state_dim, self.is_smac, self.delay = like.obs_dim, like.state_dim, like.is_smac, delay
+        E, A, rng = self.num_envs, self.num_agents, np.random.default_rng(seed)
+        self.out = dict(
+            obs=rng.standard_normal((E, A, self.obs_dim), np.float32), avail=np.ones((E, A, self.num_actions), bool)
+        )
+        self.out.update(env_state=rng.standard_normal((E, self.state_dim), np.float32), alive=np.ones((E, A), bool))
+        self.t = 0
+
+    def reset(self) -> dict:
+        return dict(self.out)
+
+    def step(self, actions) -> dict:
+        time.sleep(self.delay * self.num_envs)  # one env after another, as a simulator that steps them in turn
+        self.t += 1
+        ended = np.full(self.num_envs, self.t % 60 == 0)
+        out = dict(self.out, reward=np.zeros(self.num_envs, np.float32), terminated=np.zeros_like(ended))
+        out.update(truncated=ended, won=np.zeros_like(ended), final_obs=self.out["obs"], final_state=self.out["env_state"])
+        return dict(out, final_alive=self.out["alive"])
+
+    def close(self):
+        pass
+
+
+def simulated(delay: float, script: str, argv: list[str]):
+    """Runs a script (mappo.py, or a role of mappo_async_seed.py) on SleepEnvs in place of its envs"""
     sys.path.insert(0, ROOT)
     module = importlib.import_module(os.path.basename(script)[: -len(".py")])
     make_env = module.make_env
-
-    class Slowed:
-        def __init__(self, envs):
-            self.envs = envs
-
-        def __getattr__(self, name):
-            return getattr(self.envs, name)
-
-        def step(self, actions):
-            time.sleep(delay * self.envs.num_envs)
-            return self.envs.step(actions)
-
-    module.make_env = lambda *args, **kwargs: Slowed(make_env(*args, **kwargs))
+    module.make_env = lambda env_id, num_envs, seed, *rest: SleepEnv(make_env(env_id, num_envs, seed), delay, seed)
     args, ckpt = module.parse_args(argv)
     module.client(args) if getattr(args, "role", "all") == "client" else module.train(args, ckpt)
 
@@ -79,7 +97,7 @@ def free_port() -> int:
 
 def measure(script: str, flags: list[str], delay: float, clients: int) -> dict:
     """One run, alone, in a temporary folder -> SPS and per-update times (means over the updates after the first)"""
-    python = [sys.executable, *([os.path.abspath(__file__), "--slowed", str(delay)] if delay else [])]
+    python = [sys.executable, *([os.path.abspath(__file__), "--simulated", str(delay)] if delay else [])]
     cmd = [*python, os.path.join(ROOT, script), *flags]
     with tempfile.TemporaryDirectory() as tmp:
         if delay and script == "mappo_async_seed.py":  # the clients through this file too
@@ -101,8 +119,8 @@ def measure(script: str, flags: list[str], delay: float, clients: int) -> dict:
 
 
 def main():
-    if sys.argv[1:2] == ["--slowed"]:
-        return slowed(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
+    if sys.argv[1:2] == ["--simulated"]:
+        return simulated(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", choices=list(ENVS), default=list(ENVS))
     parser.add_argument("--num-envs", type=int, default=8, help="envs of every run (mappo.py's SMAC default)")
