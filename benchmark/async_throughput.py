@@ -33,12 +33,13 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmark", "results", "async_throughput.json")
-ENVS = {  # name -> label, env flags, seconds of sleep per env step, updates per run
-    "sim-3m": ("simulated: 2 ms sleep per env step, 3m's shapes", ["--env-id", "3m"], 0.002, 5),
-    "3m": ("3m", ["--env-id", "3m"], 0.0, 8),
-    "smaclite-2s3z": ("smaclite/2s3z", ["--env-id", "smaclite/2s3z", "--num-workers", "1"], 0.0, 4),
+ENVS = {  # name -> label, env flags, the async script's own (SMAClite: one env worker process per split, where mappo.py
+    # has one per core), seconds of sleep per env step, updates per run
+    "sim-3m": ("simulated: 2 ms sleep per env step, 3m's shapes", ["--env-id", "3m"], [], 0.002, 5),
+    "3m": ("3m", ["--env-id", "3m"], [], 0.0, 8),
+    "smaclite-2s3z": ("smaclite/2s3z", ["--env-id", "smaclite/2s3z"], ["--num-workers", "1"], 0.0, 4),
 }
-LAYOUTS = [(2, 1), (2, 2), (4, 2)]  # async clients x splits, beside mappo.py, at --num-envs envs
+LAYOUTS = [(2, 1), (2, 2), (4, 1), (4, 2)]  # async clients x splits, beside mappo.py, at --num-envs envs
 
 
 class SleepEnv:
@@ -128,7 +129,7 @@ def main():
     opts = parser.parse_args()
     rows = json.load(open(opts.out)) if os.path.exists(opts.out) else []
     for name in opts.envs:
-        label, env_flags, delay, updates = ENVS[name]
+        label, env_flags, async_flags, delay, updates = ENVS[name]
         if name.startswith("smaclite"):
             try:
                 import smaclite  # noqa: F401
@@ -138,9 +139,9 @@ def main():
         rows = [r for r in rows if r["env"] != label]  # this env's rows are measured again
         common = [*env_flags, "--no-cuda", "--num-envs", str(opts.num_envs), "--eval-interval", "0"]
         common += ["--total-timesteps", str(updates * opts.num_envs * 400)]  # 400 steps: the SMAC rollout
-        runs = [("mappo.py", 1, 1)] + [("mappo_async_seed.py", c, m) for c, m in LAYOUTS]
+        runs = [("mappo.py", None, None)] + [("mappo_async_seed.py", c, m) for c, m in LAYOUTS]
         for script, clients, splits in runs:
-            layout = ["--num-clients", str(clients), "--num-splits", str(splits)] if script != "mappo.py" else []
+            layout = ["--num-clients", str(clients), "--num-splits", str(splits), *async_flags] if clients else []
             row = dict(env=label, script=script, clients=clients, splits=splits, envs=opts.num_envs, simulated=delay > 0)
             row.update(measure(script, [*common, *layout], delay, clients))
             row["command"] = " ".join(["python", f"{script}", *common, *layout])

@@ -134,7 +134,32 @@ def throughput() -> str:
     return "\n".join(out)
 
 
+def async_learning() -> str:
+    """mappo_async_seed.py beside mappo.py at the same budget and seeds (benchmark/mappo_async_seed.sh)"""
+    if not os.path.exists(os.path.join(RESULTS, "mappo_async_seed/summary.json")):
+        return "(not run yet: `bash benchmark/mappo_async_seed.sh`)"
+    rows = {r["script"]: r for r in load("mappo_async_seed/summary.json") if "env_id" in r}
+    out = [
+        "| env | env steps | script | per seed: median of the last 10 greedy evaluations | median |",
+        "|---|---|---|---|---|",
+    ]
+    for script in ("mappo", "mappo_async_seed"):
+        r = rows[script]
+        seeds = ", ".join(f"{pct(x)} %" for x in r["scores"])
+        out.append(f"| {r['env_id']} | {min(r['env_steps']) / 1e6:.2g}M | {script}.py | {seeds} | {pct(r['median'])} % |")
+    png = "benchmark/results/mappo_async_seed/curves.png"
+    return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+
+
+def async_throughput() -> str:
+    """mappo_async_seed.py's SPS beside mappo.py's (benchmark/async_throughput.py)"""
+    from async_throughput import table  # benchmark/ is on the path of a script run from it
+
+    return table(load("async_throughput.json"))
+
+
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
+GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

@@ -1,11 +1,13 @@
-"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes) and
-benchmark/mappo.sh's resume of an unfinished run and skip of a finished one."""
+"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/async_throughput.py's table
+and simulated env."""
 
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -191,3 +193,37 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     third = bench()
     assert third.returncode == 0 and "done already" in third.stderr, third.stderr[-2000:]
     assert not (tmp_path / "runs").exists() and table == (tmp_path / "summary.md").read_text()
+
+
+def test_async_throughput_table():
+    """benchmark/async_throughput.py's table: each run against mappo.py on the same env, and against one split with the
+    same number of clients"""
+    import async_throughput
+
+    base = dict(env="3m", envs=8, update_s=0.5, wait_s=None, inference_s=None, env_s=1.0, policy_lag=None)
+    rows = [dict(base, script="mappo.py", clients=None, splits=None, sps=100.0)]
+    rows += [
+        dict(base, script="mappo_async_seed.py", clients=2, splits=m, sps=sps, wait_s=0.1) for m, sps in ((1, 150), (2, 195))
+    ]
+    lines = async_throughput.table(rows).splitlines()
+    assert "| 3m | mappo.py | - | 8 | 100 | 1.00 | - |" in lines[2]
+    assert "| 2 x 1 | 8 | 150 | 1.50 | 1.00 |" in lines[3] and "| 2 x 2 | 8 | 195 | 1.95 | 1.30 |" in lines[4]
+    assert lines[4].endswith("| 0.50 / 0.10 / - / 1.00 | - |")
+
+
+def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
+    """The latency-bound stand-in: a split of k envs waits k x delay without computing, with the shapes of the env it
+    stands in for; its episodes end every 60 steps in a truncation"""
+    import async_throughput
+
+    class Like:
+        num_envs, num_agents, num_actions, obs_dim, state_dim, is_smac = 3, 2, 5, 7, 11, True
+
+    envs = async_throughput.SleepEnv(Like(), delay=0.01, seed=0)
+    out = envs.reset()
+    assert out["obs"].shape == (3, 2, 7) and out["env_state"].shape == (3, 11) and out["avail"].all() and out["alive"].all()
+    start = time.perf_counter()
+    steps = [envs.step(np.zeros((3, 2), np.int64)) for _ in range(60)]
+    assert time.perf_counter() - start >= 60 * 3 * 0.01
+    assert [s["truncated"].all() for s in steps] == [False] * 59 + [True] and not any(s["terminated"].any() for s in steps)
+    assert steps[-1]["final_obs"].shape == (3, 2, 7) and steps[0]["reward"].shape == (3,)
