@@ -151,6 +151,40 @@ def async_learning() -> str:
     return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
 
 
+def hanabi() -> str:
+    """mappo.py and ippo.py on 2-player Hanabi beside JaxMARL's own MAPPO and IPPO run on this machine, at the same env
+    steps (benchmark/hanabi_10m.sh; its `jaxmarl` mode for JaxMARL's runs). Both sides' training score: ours is the
+    mean score of the episodes that ended in a rollout, JaxMARL's the mean over its envs of each one's last ended
+    episode, logged once per update; per seed, the median of the last 10 logged values."""
+    out, jaxmarl_dir = [], os.path.join(RESULTS, "hanabi_10m_jaxmarl")
+    for algo, ours, theirs in (("MAPPO", "mappo", "mappo_ff_hanabi"), ("IPPO", "ippo", "ippo_ff_hanabi")):
+        if os.path.exists(os.path.join(RESULTS, f"hanabi_10m_{ours}/summary.json")):
+            [r] = [r for r in load(f"hanabi_10m_{ours}/summary.json") if r.get("env_id") == "hanabi"]
+            train, steps = r["train_scores"], min(r["env_steps"])
+            out.append((algo, f"{ours}.py", train, steps, f"{pct(r['median'])} ({', '.join(pct(x) for x in r['scores'])})"))
+        runs = (
+            sorted(f for f in os.listdir(jaxmarl_dir) if f.startswith(theirs) and f.endswith(".json"))
+            if os.path.isdir(jaxmarl_dir)
+            else []
+        )
+        if runs:
+            rows = [load(f"hanabi_10m_jaxmarl/{f}")["rows"] for f in runs]
+            train = [float(np.median([x["episodic_return"] for x in r[-10:]])) for r in rows]
+            out.append((algo, f"JaxMARL {theirs}", train, min(r[-1]["step"] for r in rows), "-"))
+    if not out:
+        return "(not run yet: `bash benchmark/hanabi_10m.sh`, `bash benchmark/hanabi_10m.sh jaxmarl`)"
+    table = [
+        "| algorithm | implementation | seeds | env steps | training score per seed | median | greedy score: median (per seed) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for algo, impl, train, steps, greedy in out:
+        per_seed = ", ".join(f"{x:.2f}" for x in train)
+        table.append(
+            f"| {algo} | {impl} | {len(train)} | {steps / 1e6:.3g}M | {per_seed} | {np.median(train):.2f} | {greedy} |"
+        )
+    return "\n".join(table)
+
+
 def async_throughput() -> str:
     """mappo_async_seed.py's SPS beside mappo.py's (benchmark/async_throughput.py)"""
     from async_throughput import table  # benchmark/ is on the path of a script run from it
@@ -159,7 +193,7 @@ def async_throughput() -> str:
 
 
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
-GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput)
+GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

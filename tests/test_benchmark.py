@@ -227,3 +227,23 @@ def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
     assert time.perf_counter() - start >= 60 * 3 * 0.01
     assert [s["truncated"].all() for s in steps] == [False] * 59 + [True] and not any(s["terminated"].any() for s in steps)
     assert steps[-1]["final_obs"].shape == (3, 2, 7) and steps[0]["reward"].shape == (3,)
+
+
+def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
+    """update_readme's Hanabi table: ours from summarize.py's summary, JaxMARL's from benchmark/jaxmarl_baseline.py's
+    rows, each seed scored by the median of its last 10 logged training scores"""
+    import update_readme
+
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    assert update_readme.hanabi().startswith("(not run yet")
+    (tmp_path / "hanabi_10m_jaxmarl").mkdir()
+    for seed, score in ((1, 2.0), (2, 4.0)):  # 12 rows: the first two (score 100) are not among the last 10
+        rows = [dict(step=100 * (i + 1), episodic_return=100.0 if i < 2 else score + i % 2) for i in range(12)]
+        (tmp_path / f"hanabi_10m_jaxmarl/ippo_ff_hanabi_seed{seed}.json").write_text(json.dumps(dict(rows=rows)))
+    (tmp_path / "hanabi_10m_mappo").mkdir()
+    ours = dict(env_id="hanabi", train_scores=[5.0, 7.0, 6.0], scores=[8.0, 9.0, 10.0], median=9.0, env_steps=[1200] * 3)
+    (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours, dict(script="mappo", iqm=0.5)]))
+    lines = update_readme.hanabi().splitlines()
+    assert lines[2] == "| MAPPO | mappo.py | 3 | 0.0012M | 5.00, 7.00, 6.00 | 6.00 | 9.0 (8.0, 9.0, 10.0) |"
+    assert lines[3] == "| IPPO | JaxMARL ippo_ff_hanabi | 2 | 0.0012M | 2.50, 4.50 | 3.50 | - |"
+    assert len(lines) == 4

@@ -1,14 +1,19 @@
-"""Run JaxMARL's own recurrent MAPPO baseline (baselines/MAPPO/mappo_rnn_smax.py) unchanged and record its learning
-curve against wall-clock time, to compare wall time to a given win rate with mappo_rnn.py.
+"""Run one of JaxMARL's own baselines unchanged and record its learning curve against wall-clock time, to compare
+with our scripts on the same machine:
+
+- mappo_rnn_smax: baselines/MAPPO/mappo_rnn_smax.py, config mappo_homogenous_rnn_smax.yaml (recurrent MAPPO on SMAX,
+  against mappo_rnn.py in benchmark/compare_jaxmarl.py);
+- ippo_ff_hanabi: baselines/IPPO/ippo_ff_hanabi.py, config ippo_ff_hanabi.yaml (against ippo.py --env-id hanabi);
+- mappo_ff_hanabi: baselines/MAPPO/mappo_ff_hanabi.py, config mappo_homogenous_ff_hanabi.yaml (against mappo.py).
 
 Nothing of JaxMARL is copied here: the baseline module is imported from a JaxMARL checkout (--jaxmarl-dir, default
-$JAXMARL_DIR), its default hydra config (baselines/MAPPO/config/mappo_homogenous_rnn_smax.yaml, the one its
-@hydra.main names) is composed with hydra's compose API plus MAP_NAME/TOTAL_TIMESTEPS/SEED overrides, and the
-baseline's own `main` runs it (hydra.main passes a given config straight to the task function). wandb is replaced:
-`wandb.init` becomes a no-op and `wandb.log`, which the baseline calls from a jax.experimental.io_callback once per
-update, appends a row to --out.
-With --snapshot-dir, the module's `optax` is also swapped for a view of optax that appends a pass-through transform
-to the actor's optimiser chain, which saves the actor after every update (ActorSnapshots) for
+$JAXMARL_DIR), its default hydra config (the one its @hydra.main names) is composed with hydra's compose API plus
+the overrides given here, and the run is what the baseline's `main` does: `jax.jit(make_train(config))` called on
+`jax.random.PRNGKey(seed)`. The seed is --seed, else the one its main uses (config SEED; ippo_ff_hanabi's main has a
+fixed PRNGKey(50) and no SEED in its config). wandb is replaced: `wandb.init` is not called and `wandb.log`, which the
+baseline calls from a jax.experimental.io_callback once per update, appends a row to --out.
+With --snapshot-dir (mappo_rnn_smax only), the module's `optax` is also swapped for a view of optax that appends a
+pass-through transform to the actor's optimiser chain, which saves the actor after every update (ActorSnapshots) for
 benchmark/jaxmarl_greedy_eval.py; the training itself is unchanged (same returns with and without it).
 
 Install (a separate venv, not the repo's; JAX on the CPU). JaxMARL commit c793d095618c6d3edfb5632802348f57b70a4b94
@@ -24,33 +29,44 @@ Install (a separate venv, not the repo's; JAX on the CPU). JaxMARL commit c793d0
 (jax/jaxlib/flax/optax/chex/numpy/gymnax/jaxtyping are the versions of requirements.txt; distrax 0.1.9 pulls
 tfp-nightly.)
 
-Run (the baseline's default config, map 3m, stop 5 updates after the train win rate first reaches 0.8):
+Run (recurrent MAPPO on 3m, stop 5 updates after the train win rate first reaches 0.8; Hanabi IPPO at 10M steps):
 
-    JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl_mappo_rnn.py \
-        --map 3m --seed 0 --stop-at-win-rate 0.8 --extra-updates 5 --out benchmark/results/jaxmarl_3m_s0.json
+    JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl_baseline.py \
+        --baseline mappo_rnn_smax --map 3m --seed 0 --stop-at-win-rate 0.8 --extra-updates 5 --out 3m_s0.json
+    ... benchmark/jaxmarl_baseline.py --baseline ippo_ff_hanabi --total-timesteps 10000000 --seed 1 --out ippo_s1.json
 
-Smoke test: add --total-timesteps 65536 (4 updates of 128 envs x 128 steps).
+Smoke test: --total-timesteps 65536 for mappo_rnn_smax (4 updates of 128 envs x 128 steps), 262144 for the Hanabi
+baselines (2 updates of 1024 envs x 128 steps).
 
-Baseline defaults (mappo_homogenous_rnn_smax.yaml): LR 0.002 annealed linearly to 0, NUM_ENVS 128, NUM_STEPS 128,
+Defaults of mappo_homogenous_rnn_smax.yaml: LR 0.002 annealed linearly to 0, NUM_ENVS 128, NUM_STEPS 128,
 TOTAL_TIMESTEPS 1e7 (610 updates), FC_DIM_SIZE 128, GRU_HIDDEN_DIM 128, UPDATE_EPOCHS 4, NUM_MINIBATCHES 4,
 GAMMA 0.99, GAE_LAMBDA 0.95, CLIP_EPS 0.2, ENT_COEF 0, VF_COEF 0.5, MAX_GRAD_NORM 0.25, OBS_WITH_AGENT_ID True,
 HeuristicEnemySMAX with see_enemy_actions/walls_cause_death/attack_mode "closest", MAP_NAME 2s3z (we pass 3m), SEED 0.
+Defaults of ippo_ff_hanabi.yaml and mappo_homogenous_ff_hanabi.yaml: LR 5e-4 (constant for IPPO, annealed linearly to
+0 over TOTAL_TIMESTEPS for MAPPO), NUM_ENVS 1024, NUM_STEPS 128, TOTAL_TIMESTEPS 1e10, UPDATE_EPOCHS 4,
+NUM_MINIBATCHES 4, GAMMA 0.99, GAE_LAMBDA 0.95, CLIP_EPS 0.2, ENT_COEF 0.01, VF_COEF 0.5, MAX_GRAD_NORM 0.5; IPPO: one
+network, a 512-wide shared layer then 512-wide actor and critic heads; MAPPO: actor and critic of FC_DIM_SIZE 128,
+the critic fed the baseline's world state (each agent's own observation), SEED 30.
 
 What is recorded, one row per update (the baseline logs once per update):
-- win_rate: the baseline's "win_rate", a *training* win rate: over the update's rollout (NUM_STEPS x NUM_ENVS
-  transitions of the stochastic policy), the mean of SMAXLogWrapper's returned_won_episode of agent 0 over the
-  transitions where an episode ended (returned_episode). returned_won_episode is 1 when agent 0's reward on the
+- win_rate (SMAX only): the baseline's "win_rate", a *training* win rate: over the update's rollout (NUM_STEPS x
+  NUM_ENVS transitions of the stochastic policy), the mean of SMAXLogWrapper's returned_won_episode of agent 0 over
+  the transitions where an episode ended (returned_episode). returned_won_episode is 1 when agent 0's reward on the
   episode's last step is >= 1.0, i.e. SMAX paid its won-battle bonus (all enemies dead, at least one ally alive).
   NaN when no episode ended in the rollout.
-- episodic_return: the baseline's "returns", the same mean of returned_episode_returns (agent 0's undiscounted return).
+- episodic_return: the baseline's "returns". SMAX: the mean of returned_episode_returns over the transitions where an
+  episode ended (agent 0's undiscounted return). Hanabi: returned_episode_returns at the rollout's last step, mean over
+  every agent of every env, i.e. the return of each env's last finished episode: the game's score (0-25, 0 when the
+  third life is lost), the metric our scripts log as charts/episodic_return for Hanabi.
 - logged_env_step: the baseline's "env_step" = update_steps * NUM_ENVS * NUM_STEPS with update_steps counting from 0,
   i.e. the env steps collected *before* this update's rollout (0 on the first row). One env step is one step of one
   of the NUM_ENVS parallel environments (all agents act), not agent-steps.
 - step: env steps collected once this row's update is done, logged_env_step + NUM_ENVS * NUM_STEPS; this is the count
-  to compare with mappo_rnn.py's global_step. update: 0-based update index.
+  to compare with our scripts' global_step. update: 0-based update index.
 - wall_time: seconds since this runner process started (imports, JIT compilation and the first update are all in
   the first row's time), taken when the callback runs on the host, i.e. after that update's PPO epochs.
-- the baseline's loss metrics (total_loss, actor_loss, value_loss, entropy, ratio, approx_kl, clip_frac, ratio_0).
+- the baseline's loss metrics where it logs them (total_loss, actor_loss, value_loss, entropy, ratio, approx_kl,
+  clip_frac, ratio_0).
 
 --out: a .json path gets {"config", "meta", "rows"} (rows with the keys above, as in mappo.py's eval_summary.json
 "evals"), rewritten after every row; any other path gets a CSV, one flushed line per row.
@@ -58,7 +74,9 @@ Note: XLA uses every core of the machine; run it alone when timing.
 """
 
 import argparse
+import copy
 import csv
+import importlib
 import json
 import math
 import os
@@ -70,15 +88,21 @@ T0 = time.time()  # before the heavy imports (jax, the baseline): wall_time coun
 
 LOSS_KEYS = ("total_loss", "actor_loss", "value_loss", "entropy", "ratio", "approx_kl", "clip_frac", "ratio_0")
 FIELDS = ("update", "step", "logged_env_step", "wall_time", "win_rate", "episodic_return") + LOSS_KEYS
-CONFIG_NAME = "mappo_homogenous_rnn_smax"
+# --baseline: (folder under baselines/, module, hydra config, the seed its main uses when --seed is not given)
+BASELINES = {
+    "mappo_rnn_smax": ("MAPPO", "mappo_rnn_smax", "mappo_homogenous_rnn_smax", "SEED"),
+    "ippo_ff_hanabi": ("IPPO", "ippo_ff_hanabi", "ippo_ff_hanabi", 50),
+    "mappo_ff_hanabi": ("MAPPO", "mappo_ff_hanabi", "mappo_homogenous_ff_hanabi", "SEED"),
+}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jaxmarl-dir", default=os.environ.get("JAXMARL_DIR"), help="JaxMARL checkout (default $JAXMARL_DIR)")
-    p.add_argument("--map", default="3m", help="SMAX map, the config's MAP_NAME (default 3m)")
+    p.add_argument("--baseline", choices=sorted(BASELINES), default="mappo_rnn_smax", help="which baseline to run")
+    p.add_argument("--map", default="3m", help="SMAX map, the config's MAP_NAME (default 3m; SMAX baselines only)")
     p.add_argument("--total-timesteps", type=int, default=None, help="override TOTAL_TIMESTEPS (default: the config's)")
-    p.add_argument("--seed", type=int, default=None, help="override SEED (default: the config's, 0)")
+    p.add_argument("--seed", type=int, default=None, help="the PRNG seed (default: the one the baseline's main uses)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
@@ -87,32 +111,37 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
+    smax = args.baseline.endswith("_smax")
+    if not smax and (args.snapshot_dir or args.stop_at_win_rate is not None):
+        p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
+    if not smax:
+        args.map = None
     return args
 
 
-def compose_config(baseline_dir, args):
+def compose_config(baseline_dir, config_name, args):
     from hydra import compose, initialize_config_dir
 
-    overrides = [f"MAP_NAME={args.map}"]
+    overrides = [] if args.map is None else [f"MAP_NAME={args.map}"]
     if args.total_timesteps is not None:
         overrides.append(f"TOTAL_TIMESTEPS={args.total_timesteps}")
-    if args.seed is not None:
-        overrides.append(f"SEED={args.seed}")
     overrides += args.set
     with initialize_config_dir(config_dir=os.path.join(baseline_dir, "config"), version_base=None):
-        return compose(config_name=CONFIG_NAME, overrides=overrides)
+        return compose(config_name=config_name, overrides=overrides)
 
 
 class Recorder:
     """Takes the baseline's wandb.log dicts (called from its io_callback, in update order) and writes rows."""
 
-    def __init__(self, args, config, num_updates, batch_steps):
+    def __init__(self, args, config, seed, num_updates, batch_steps):
         self.args, self.config, self.num_updates, self.batch_steps = args, config, num_updates, batch_steps
         self.rows, self.reached, self.done = [], None, threading.Event()
         self.meta = dict(
-            runner="benchmark/jaxmarl_mappo_rnn.py",
+            runner="benchmark/jaxmarl_baseline.py",
+            baseline=args.baseline,
             jaxmarl_dir=os.path.abspath(args.jaxmarl_dir),
             map=args.map,
+            seed=seed,
             num_updates=num_updates,
             steps_per_update=batch_steps,
             stop_at_win_rate=args.stop_at_win_rate,
@@ -136,7 +165,7 @@ class Recorder:
             step=logged + self.batch_steps,
             logged_env_step=logged,
             wall_time=round(wall, 3),
-            win_rate=float(data["win_rate"]),
+            win_rate=float(data.get("win_rate", math.nan)),  # Hanabi: no win rate
             episodic_return=float(data["returns"]),
         )
         row.update({k: float(data[k]) for k in LOSS_KEYS if k in data})
@@ -254,23 +283,24 @@ def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ["WANDB_MODE"] = "disabled"
+    folder, module, config_name, main_seed = BASELINES[args.baseline]
     jaxmarl_dir = os.path.abspath(args.jaxmarl_dir)
-    baseline_dir = os.path.join(jaxmarl_dir, "baselines", "MAPPO")
+    baseline_dir = os.path.join(jaxmarl_dir, "baselines", folder)
     sys.path[:0] = [baseline_dir, jaxmarl_dir]  # the checkout's jaxmarl package wins over an installed one
 
-    cfg = compose_config(baseline_dir, args)
+    cfg = compose_config(baseline_dir, config_name, args)
     import jax
-    import mappo_rnn_smax as baseline
     import wandb
     from omegaconf import OmegaConf
 
+    baseline = importlib.import_module(module)
     config = OmegaConf.to_container(cfg)
+    seed = args.seed if args.seed is not None else (config["SEED"] if main_seed == "SEED" else main_seed)
     batch_steps = int(config["NUM_ENVS"]) * int(config["NUM_STEPS"])
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])  # as make_train does
-    print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}", flush=True)
+    print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seed {seed}", flush=True)
     print(f"config: {json.dumps(config)}", flush=True)
-    rec = Recorder(args, config, num_updates, batch_steps)
-    wandb.init = lambda *a, **k: None
+    rec = Recorder(args, config, seed, num_updates, batch_steps)
     wandb.log = rec.log  # the baseline's callback looks up wandb.log at call time
     if args.snapshot_dir:
         from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
@@ -282,12 +312,13 @@ def main(argv=None):
 
     rec.meta["main_start_wall_time"] = round(time.time() - T0, 3)
     print(f"imports and setup done at wall {rec.meta['main_start_wall_time']:.1f}s; tracing, compiling, training")
-    baseline.main(cfg)  # hydra.main's decorated_main(cfg_passthrough) runs the baseline's main body on cfg
+    jax.jit(baseline.make_train(copy.deepcopy(config)))(jax.random.PRNGKey(seed))  # the baseline's main, less wandb
     # Dispatch is asynchronous: wait for the scan (and its callbacks) to finish.
     jax.effects_barrier()
-    if not rec.done.wait(timeout=600):
-        print(f"warning: only {len(rec.rows)} of {num_updates} updates were logged", flush=True)
+    logged_all = rec.done.wait(timeout=600)
     rec.finish()
+    if not logged_all:
+        sys.exit(f"error: only {len(rec.rows)} of {num_updates} updates were logged")
 
 
 if __name__ == "__main__":

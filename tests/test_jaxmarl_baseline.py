@@ -1,0 +1,128 @@
+"""benchmark/jaxmarl_baseline.py, checked without a JaxMARL checkout. Actor snapshots: the hook goes on the first
+optimiser chain built (the actor's) only, leaves the optimiser's steps unchanged, and saves the parameters that each
+update's last step leaves, inside a jitted scan as in the baseline. Rows: what the baseline's wandb.log calls become,
+for the SMAX baseline and for the Hanabi ones (no win rate)."""
+
+import importlib.util
+import json
+import os
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import serialization
+
+RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmark", "jaxmarl_baseline.py")
+
+
+def load_runner():
+    spec = importlib.util.spec_from_file_location("jaxmarl_baseline", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def net_params(head_outputs: int) -> dict:
+    kernel0 = jnp.arange(20.0).reshape(4, 5) / 10
+    return {"params": {"Dense_0": {"kernel": kernel0, "bias": jnp.ones(5)}, "Dense_1": {"bias": jnp.ones(head_outputs)}}}
+
+
+def train(tx, params, steps: int):
+    """`steps` optimiser steps on sum(p^2) in one jitted scan; returns the parameters after every step"""
+
+    def one(carry, _):
+        params, state = carry
+        grads = jax.grad(lambda p: sum(jnp.sum(x**2) for x in jax.tree.leaves(p)))(params)
+        updates, state = tx.update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+        return (params, state), params
+
+    _, history = jax.jit(lambda p: jax.lax.scan(one, (p, tx.init(p)), None, steps))(params)
+    jax.effects_barrier()
+    return [jax.tree.map(lambda x, i=i: np.asarray(x[i]), history) for i in range(steps)]
+
+
+def test_snapshots_are_the_params_each_update_ends_with(tmp_path):
+    runner = load_runner()
+    snaps = runner.ActorSnapshots(str(tmp_path), steps_per_update=2, batch_steps=100, num_actions=3)
+    baseline = types.SimpleNamespace(optax=optax)
+    runner.append_to_actor_chain(baseline, snaps.transform())
+    make = lambda: baseline.optax.chain(optax.clip_by_global_norm(0.5), optax.adam(0.1))  # noqa: E731
+    actor_tx, critic_tx = make(), make()
+    plain_tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(0.1))
+
+    hooked = train(actor_tx, net_params(3), steps=4)
+    plain = train(plain_tx, net_params(3), steps=4)
+    for a, b in zip(jax.tree.leaves(hooked), jax.tree.leaves(plain)):
+        np.testing.assert_array_equal(a, b)  # the hook passes the updates through unchanged
+    assert snaps.calls == 4
+    train(critic_tx, net_params(1), steps=2)  # the second chain (the critic's) has no hook
+    assert snaps.calls == 4
+
+    with open(tmp_path / "index.json") as f:
+        index = json.load(f)
+    assert [(r["update"], r["step"]) for r in index] == [(0, 100), (1, 200)]
+    assert index[0]["wall_time"] <= index[1]["wall_time"]
+    for row, expected in zip(index, (plain[1], plain[3])):  # the params after steps 2 and 4
+        with open(tmp_path / row["file"], "rb") as f:
+            saved = serialization.msgpack_restore(f.read())
+        for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(expected)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=0)
+
+
+def test_snapshots_refuse_params_that_are_not_the_actors(tmp_path):
+    snaps = load_runner().ActorSnapshots(str(tmp_path), steps_per_update=2, batch_steps=100, num_actions=3)
+    with pytest.raises(AssertionError, match="not the actor's parameters"):
+        snaps.on_step(jax.tree.map(np.asarray, net_params(1)))
+
+
+def test_rows_of_a_hanabi_baseline(tmp_path):
+    runner = load_runner()
+    out = tmp_path / "ippo_seed1.json"
+    args = runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--baseline", "ippo_ff_hanabi", "--out", str(out)])
+    rec = runner.Recorder(args, {"NUM_ENVS": 4}, seed=1, num_updates=2, batch_steps=100)
+    rec.log({"returns": np.float32(1.5), "env_step": np.int32(0), "actor_loss": np.float32(-0.25)})
+    assert not rec.done.is_set()
+    rec.log({"returns": np.float32(2.0), "env_step": np.int32(100)})
+    assert rec.done.is_set()
+    with open(out) as f:
+        data = json.load(f)
+    assert data["meta"]["baseline"] == "ippo_ff_hanabi" and data["meta"]["seed"] == 1 and data["meta"]["map"] is None
+    assert [(r["update"], r["step"], r["logged_env_step"]) for r in data["rows"]] == [(0, 100, 0), (1, 200, 100)]
+    assert [r["episodic_return"] for r in data["rows"]] == [1.5, 2.0]
+    assert all(np.isnan(r["win_rate"]) for r in data["rows"])
+    assert data["rows"][0]["actor_loss"] == -0.25 and "actor_loss" not in data["rows"][1]
+
+
+def test_rows_of_the_smax_baseline_stop_at_the_threshold(tmp_path, monkeypatch):
+    runner = load_runner()
+    out = tmp_path / "3m.json"
+    argv = ["--jaxmarl-dir", str(tmp_path), "--out", str(out), "--stop-at-win-rate", "0.8", "--extra-updates", "1"]
+    rec = runner.Recorder(runner.parse_args(argv), {}, seed=0, num_updates=10, batch_steps=100)
+
+    class LeftTheProcess(Exception):
+        pass
+
+    def leave(code):
+        raise LeftTheProcess(code)
+
+    monkeypatch.setattr(runner.os, "_exit", leave)  # the runner leaves from inside the baseline's scan
+    rec.log({"returns": 0.5, "env_step": 0, "win_rate": float("nan")})  # no episode ended: NaN, not a crossing
+    rec.log({"returns": 0.9, "env_step": 100, "win_rate": 0.85})
+    with pytest.raises(LeftTheProcess, match="0"):
+        rec.log({"returns": 0.7, "env_step": 200, "win_rate": 0.6})  # one extra update after the crossing, then exit
+    with open(out) as f:
+        data = json.load(f)
+    assert data["meta"]["map"] == "3m" and data["meta"]["baseline"] == "mappo_rnn_smax"
+    assert data["meta"]["reached"]["update"] == 1 and data["meta"]["reached"]["step"] == 200
+    assert [r["win_rate"] for r in data["rows"]][1:] == [0.85, 0.6]
+
+
+@pytest.mark.parametrize("flag", [["--snapshot-dir", "snaps"], ["--stop-at-win-rate", "0.8"]])
+def test_hanabi_baselines_refuse_the_smax_only_flags(tmp_path, flag, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load_runner().parse_args(["--jaxmarl-dir", str(tmp_path), "--baseline", "mappo_ff_hanabi", "--out", "x.json", *flag])
+    assert exit_info.value.code == 2 and "Hanabi has no win rate" in capsys.readouterr().err
