@@ -6,6 +6,7 @@
 #   bash benchmark/hanabi_10m.sh keep     # before a session ends: stop the runs (Ctrl-C), then this, then commit OUT/kept
 #   bash benchmark/hanabi_10m.sh jaxmarl  # JaxMARL's own IPPO and MAPPO (ippo_ff_hanabi, mappo_ff_hanabi: their
 #                                         # configs at TOTAL_TIMESTEPS 1e7), same seeds, one run at a time
+# (BASELINES picks some of them, SEEDS the seeds: default 1 2 3)
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py). Each run
 # is one jitted scan and cannot resume: a run cut short leaves only OUT/runs/<name>.json (git-ignored; it is moved to
 # OUT when the run ends) and starts again; finished ones, in OUT = benchmark/results/hanabi_10m_jaxmarl, are skipped.
@@ -16,7 +17,7 @@ if [ "${1:-}" = jaxmarl ]; then
   cd "$(dirname "$0")/.."
   out=benchmark/results/hanabi_10m_jaxmarl
   mkdir -p "$out/runs"
-  for baseline in ippo_ff_hanabi mappo_ff_hanabi; do
+  for baseline in ${BASELINES:-ippo_ff_hanabi mappo_ff_hanabi}; do
     for seed in ${SEEDS:-1 2 3}; do
       json=$out/${baseline}_seed$seed.json
       if [ -e "$json" ]; then echo "done already: $json" >&2; continue; fi
