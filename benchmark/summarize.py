@@ -153,7 +153,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     os.makedirs(out_dir, exist_ok=True)
     lines = [
         "| script | env | seeds | env steps | metric | per seed (median of last 10 evals) | median | std "
-        "| mean [95% bootstrap CI] | training win %, per seed (median of the same 10) | paper MAPPO (IPPO for ippo) "
+        "| mean [95% bootstrap CI] | training win % or return, per seed (median of the same 10) | paper MAPPO (IPPO for ippo) "
         "| paper Async MAPPO |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -169,12 +169,13 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         steps = sorted({s["global_step"] for s in summaries})
         metric = "win rate %" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return")
         median, std, ci = np.median(scores), scores.std(), [float(c) for c in bootstrap_mean_ci(scores)]
-        train = [100 * s["median_train_win_rate"] for s in summaries if is_smac and "median_train_win_rate" in s]
-        train = train if len(train) == len(summaries) else []  # older runs logged no training win rate
+        train_key, scale = ("median_train_win_rate", 100) if is_smac else ("median_train_return", 1)
+        train = [scale * s[train_key] for s in summaries if train_key in s]  # the rollout's, before each evaluation
+        train = train if len(train) == len(summaries) else []  # older runs logged no training score
         lines.append(
             f"| {script} | {env_id} | {len(scores)} | {'/'.join(map(str, steps))} | {metric} | {per_seed} "
             f"| {median:.2f} | {std:.2f} | {scores.mean():.2f} [{ci[0]:.2f}, {ci[1]:.2f}] "
-            f"| {', '.join(f'{x:.1f}' for x in train) or '-'} | {paper} |"
+            f"| {', '.join(f'{x:.1f}' if is_smac else f'{x:.2f}' for x in train) or '-'} | {paper} |"
         )
         row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
         row.update(median=float(median), std=float(std), mean=float(scores.mean()), mean_ci=ci, metric=metric)
@@ -238,7 +239,7 @@ def mean_and_ci(curves: list, points: int = 200):
 
 
 def plot(runs, path):
-    """One panel per env: eval curves (and the training win rate, dashed, where logged) against env steps (top row)
+    """One panel per env: eval curves (and the training score, dashed, where logged) against env steps (top row)
     and wall time (bottom row); the mean over seeds as a line and its 95% bootstrap interval shaded, one colour per
     script."""
     import matplotlib
@@ -252,13 +253,13 @@ def plot(runs, path):
     fig, axes = plt.subplots(2, len(envs), figsize=(4.5 * len(envs), 6.5), squeeze=False)
     for col, env_id in enumerate(envs):
         is_smac = scores_win_rate(env_id)
-        key = "win_rate" if is_smac else "episodic_return"
+        key, train_key = ("win_rate", "train_win_rate") if is_smac else ("episodic_return", "train_return")
         for row, (x_key, x_label) in enumerate((("step", "env steps"), ("wall_time", "wall time (s)"))):
             ax = axes[row][col]
             for (script, env), summaries in sorted(runs.items()):
                 if env != env_id:
                     continue
-                for y_key, style in ((key, "-"), ("train_win_rate", "--")):  # training win rate: where it was logged
+                for y_key, style in ((key, "-"), (train_key, "--")):  # the training score: where it was logged
                     evals = [[e for e in s["evals"] if y_key in e] for s in summaries]
                     curves = [(np.array([e[x_key] for e in es]), np.array([e[y_key] for e in es])) for es in evals if es]
                     if len(curves) < len(summaries):
@@ -269,7 +270,7 @@ def plot(runs, path):
                     ax.fill_between(grid, low, high, color=colours[script], alpha=0.2, lw=0)
             ax.set_title(env_id)
             ax.set_xlabel(x_label)
-            ax.set_ylabel("win rate" if is_smac else "eval team return")
+            ax.set_ylabel("win rate" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return"))
             ax.legend(fontsize=7)
     fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval; dashed: training episodes", fontsize=9)
     fig.tight_layout()

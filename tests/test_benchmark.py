@@ -30,8 +30,9 @@ LAST10 = {
 TRAIN_2S3Z = {1: [0.5] * 10, 2: [0.6] * 10, 3: [0.7] * 4 + [0.4] * 6}  # medians 0.5, 0.6, 0.4: 3m's runs have none
 
 
-def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo", train_wins=None):
-    """A run's eval_summary.json; train_wins: the training win rate beside each evaluation (runs before it had none)"""
+def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo", train_wins=None, train="train_win_rate"):
+    """A run's eval_summary.json; train_wins: the training score (`train`: win rate, or return where there is no win)
+    beside each evaluation (runs before it had none)"""
     evals = [0.0, 0.0] + list(wins)
     returns = returns or [w * 2 for w in evals]
     last_w, last_r = np.array(evals[-10:]), np.array(returns[-10:])
@@ -43,10 +44,10 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
         for i, (w, r) in enumerate(zip(evals, returns))
     ]
     if train_wins is not None:
-        train = [0.0, 0.0] + list(train_wins)
-        summary["median_train_win_rate"] = float(np.median(train[-10:]))
-        for e, t in zip(summary["evals"], train):
-            e["train_win_rate"] = t
+        scores = [0.0, 0.0] + list(train_wins)
+        summary[f"median_{train}"] = float(np.median(scores[-10:]))
+        for e, t in zip(summary["evals"], scores):
+            e[train] = t
     run = root / "runs" / f"{env_id}__{script}__{seed}__0"
     run.mkdir(parents=True)
     (run / "eval_summary.json").write_text(json.dumps(summary))
@@ -57,7 +58,8 @@ def results(tmp_path):
     for (env_id, seed), wins in LAST10.items():
         write_run(tmp_path, env_id, seed, wins, train_wins=TRAIN_2S3Z[seed] if env_id == "2s3z" else None)
     write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
-    write_run(tmp_path, "hanabi", 1, [0.0] * 10, returns=[0.0] * 2 + [2.0] * 4 + [3.0] * 6)  # scored by return
+    hanabi_train = dict(train_wins=[1.0] * 4 + [1.5] * 6, train="train_return")
+    write_run(tmp_path, "hanabi", 1, [0.0] * 10, returns=[0.0] * 2 + [2.0] * 4 + [3.0] * 6, **hanabi_train)  # by return
     write_run(tmp_path, "3m", 4, [1.0] * 10, budget=10**9)  # stopped before its budget: left out of every result
     summarize.main(str(tmp_path), marl_eval=True)
     return tmp_path
@@ -71,6 +73,7 @@ def test_paper_table_medians(results):
     assert rows[("mappo", "2s3z")]["median"] == pytest.approx(90.0)
     assert rows[("mappo", "simple_spread_v3")]["median"] == pytest.approx(-19.0)  # median of 5 x -20, 5 x -18
     assert (rows[("mappo", "hanabi")]["median"], rows[("mappo", "hanabi")]["metric"]) == (3.0, "score")
+    assert rows[("mappo", "hanabi")]["train_scores"] == [1.5]  # no win in Hanabi: the training return
     assert rows[("mappo", "3m")]["first_0.8"] == [None, None, None]
     assert rows[("mappo", "2s3z")]["first_0.8"][0] == [3 * 3200, 30.0]  # the third evaluation, after 30 s
     md = (results / "summary.md").read_text()
