@@ -8,26 +8,38 @@
 #                                         # configs at TOTAL_TIMESTEPS 1e7), same seeds, one run at a time
 # (BASELINES picks some of them, SEEDS the seeds: default 1 2 3)
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py). Each run
-# is one jitted scan and cannot resume: a run cut short leaves only OUT/runs/<name>.json (git-ignored; it is moved to
-# OUT when the run ends) and starts again; finished ones, in OUT = benchmark/results/hanabi_10m_jaxmarl, are skipped.
-# Commit them.
+# is one jitted scan and cannot resume: a run cut short or failed leaves only OUT/runs/<name>.json (git-ignored; it is
+# moved to OUT when the run ends) and starts again; finished ones, in OUT (JAXMARL_OUT, default
+# benchmark/results/hanabi_10m_jaxmarl), are skipped (commit them); after a failure the others still run, and the
+# exit status is 1. Logs: OUT/<name>.log, appended to.
 set -euo pipefail
 export ENV_IDS=hanabi TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} WORKERS=${WORKERS:-2}
 if [ "${1:-}" = jaxmarl ]; then
   cd "$(dirname "$0")/.."
-  out=benchmark/results/hanabi_10m_jaxmarl
+  out=${JAXMARL_OUT:-benchmark/results/hanabi_10m_jaxmarl} python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python} failed=0
   mkdir -p "$out/runs"
   for baseline in ${BASELINES:-ippo_ff_hanabi mappo_ff_hanabi}; do
     for seed in ${SEEDS:-1 2 3}; do
-      json=$out/${baseline}_seed$seed.json
-      if [ -e "$json" ]; then echo "done already: $json" >&2; continue; fi
-      JAX_PLATFORMS=cpu "${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}" benchmark/jaxmarl_baseline.py \
-        --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" --baseline "$baseline" --seed "$seed" \
-        --total-timesteps "$TOTAL_TIMESTEPS" --out "$out/runs/${baseline}_seed$seed.json" >"${json%.json}.log" 2>&1
-      mv "$out/runs/${baseline}_seed$seed.json" "$json"
+      json=$out/${baseline}_seed$seed.json log=$out/${baseline}_seed$seed.log
+      if [ -e "$json" ]; then  # done, if at this budget (a smoke run's file is not a 10M run)
+        if "$python" -c "import json, sys; m = json.load(open(sys.argv[1]))['meta']; s = m['steps_per_update']
+sys.exit(m['num_updates'] != int(sys.argv[2]) // s)" "$json" "$TOTAL_TIMESTEPS"; then
+          echo "done already: $json" >&2
+        else
+          echo "failed: $json is a run of another budget; move it away" >&2 && failed=1
+        fi
+        continue
+      fi
+      if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_baseline.py --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" \
+        --baseline "$baseline" --seed "$seed" --total-timesteps "$TOTAL_TIMESTEPS" --out "$out/runs/${json##*/}" \
+        >>"$log" 2>&1; then
+        mv "$out/runs/${json##*/}" "$json"
+      else
+        echo "failed: $baseline seed $seed, see $log" >&2 && failed=1
+      fi
     done
   done
-  exit 0
+  exit $failed
 fi
 for script in mappo.py ippo.py; do
   SCRIPT=$script OUT=benchmark/results/hanabi_10m_${script%.py} bash "$(dirname "$0")/mappo.sh" "$@"

@@ -56,8 +56,9 @@ What is recorded, one row per update (the baseline logs once per update):
   NaN when no episode ended in the rollout.
 - episodic_return: the baseline's "returns". SMAX: the mean of returned_episode_returns over the transitions where an
   episode ended (agent 0's undiscounted return). Hanabi: returned_episode_returns at the rollout's last step, mean over
-  every agent of every env, i.e. the return of each env's last finished episode: the game's score (0-25, 0 when the
-  third life is lost), the metric our scripts log as charts/episodic_return for Hanabi.
+  every agent of every env, i.e. the return of each env's last finished episode (0 for an env with none yet): the
+  game's score (0-25, 0 when the third life is lost). Our scripts log the same score, averaged instead over the
+  episodes that ended in a rollout (charts/episodic_return).
 - logged_env_step: the baseline's "env_step" = update_steps * NUM_ENVS * NUM_STEPS with update_steps counting from 0,
   i.e. the env steps collected *before* this update's rollout (0 on the first row). One env step is one step of one
   of the NUM_ENVS parallel environments (all agents act), not agent-steps.
@@ -296,6 +297,8 @@ def main(argv=None):
     baseline = importlib.import_module(module)
     config = OmegaConf.to_container(cfg)
     seed = args.seed if args.seed is not None else (config["SEED"] if main_seed == "SEED" else main_seed)
+    if "SEED" in config:  # make_train does not read it: the recorded config names the seed used
+        config["SEED"] = seed
     batch_steps = int(config["NUM_ENVS"]) * int(config["NUM_STEPS"])
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])  # as make_train does
     print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seed {seed}", flush=True)

@@ -153,35 +153,31 @@ def async_learning() -> str:
 
 def hanabi() -> str:
     """mappo.py and ippo.py on 2-player Hanabi beside JaxMARL's own MAPPO and IPPO run on this machine, at the same env
-    steps (benchmark/hanabi_10m.sh; its `jaxmarl` mode for JaxMARL's runs). Both sides' training score: ours is the
-    mean score of the episodes that ended in a rollout, JaxMARL's the mean over its envs of each one's last ended
-    episode, logged once per update; per seed, the median of the last 10 logged values."""
+    steps (benchmark/hanabi_10m.sh; its `jaxmarl` mode for JaxMARL's runs). Both sides' training score over the last
+    ~130k env steps of each run: ours, the median over the last 10 rollouts (128 envs x 100 steps each) of the mean
+    score of the episodes that ended in the rollout; JaxMARL's, its last logged value (one update of 1024 envs x 128
+    steps): the mean over its envs of each one's last ended episode."""
     out, jaxmarl_dir = [], os.path.join(RESULTS, "hanabi_10m_jaxmarl")
     for algo, ours, theirs in (("MAPPO", "mappo", "mappo_ff_hanabi"), ("IPPO", "ippo", "ippo_ff_hanabi")):
         if os.path.exists(os.path.join(RESULTS, f"hanabi_10m_{ours}/summary.json")):
             [r] = [r for r in load(f"hanabi_10m_{ours}/summary.json") if r.get("env_id") == "hanabi"]
-            train, steps = r["train_scores"], min(r["env_steps"])
-            out.append((algo, f"{ours}.py", train, steps, f"{pct(r['median'])} ({', '.join(pct(x) for x in r['scores'])})"))
-        runs = (
-            sorted(f for f in os.listdir(jaxmarl_dir) if f.startswith(theirs) and f.endswith(".json"))
-            if os.path.isdir(jaxmarl_dir)
-            else []
-        )
+            greedy = f"{pct(r['median'])} ({', '.join(pct(x) for x in r['scores'])})"
+            out.append((algo, f"{ours}.py", len(r["scores"]), r.get("train_scores"), min(r["env_steps"]), greedy))
+        files = os.listdir(jaxmarl_dir) if os.path.isdir(jaxmarl_dir) else []
+        runs = [load(f"hanabi_10m_jaxmarl/{f}") for f in files if f.startswith(f"{theirs}_seed") and f.endswith(".json")]
         if runs:
-            rows = [load(f"hanabi_10m_jaxmarl/{f}")["rows"] for f in runs]
-            train = [float(np.median([x["episodic_return"] for x in r[-10:]])) for r in rows]
-            out.append((algo, f"JaxMARL {theirs}", train, min(r[-1]["step"] for r in rows), "-"))
+            runs.sort(key=lambda run: run["meta"]["seed"])
+            train = [run["rows"][-1]["episodic_return"] for run in runs]
+            out.append((algo, f"JaxMARL {theirs}", len(runs), train, min(run["rows"][-1]["step"] for run in runs), "-"))
     if not out:
         return "(not run yet: `bash benchmark/hanabi_10m.sh`, `bash benchmark/hanabi_10m.sh jaxmarl`)"
     table = [
         "| algorithm | implementation | seeds | env steps | training score per seed | median | greedy score: median (per seed) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for algo, impl, train, steps, greedy in out:
-        per_seed = ", ".join(f"{x:.2f}" for x in train)
-        table.append(
-            f"| {algo} | {impl} | {len(train)} | {steps / 1e6:.3g}M | {per_seed} | {np.median(train):.2f} | {greedy} |"
-        )
+    for algo, impl, seeds, train, steps, greedy in out:
+        per_seed, median = (", ".join(f"{x:.2f}" for x in train), f"{np.median(train):.2f}") if train else ("-", "-")
+        table.append(f"| {algo} | {impl} | {seeds} | {steps / 1e6:.3g}M | {per_seed} | {median} | {greedy} |")
     return "\n".join(table)
 
 

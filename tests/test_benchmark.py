@@ -233,20 +233,65 @@ def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
 
 
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
-    """update_readme's Hanabi table: ours from summarize.py's summary, JaxMARL's from benchmark/jaxmarl_baseline.py's
-    rows, each seed scored by the median of its last 10 logged training scores"""
+    """update_readme's Hanabi table: ours from summarize.py's summary (median of the last 10 rollouts' training
+    scores), JaxMARL's from benchmark/jaxmarl_baseline.py's rows (the last update's), seeds in order"""
     import update_readme
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
     assert update_readme.hanabi().startswith("(not run yet")
     (tmp_path / "hanabi_10m_jaxmarl").mkdir()
-    for seed, score in ((1, 2.0), (2, 4.0)):  # 12 rows: the first two (score 100) are not among the last 10
-        rows = [dict(step=100 * (i + 1), episodic_return=100.0 if i < 2 else score + i % 2) for i in range(12)]
-        (tmp_path / f"hanabi_10m_jaxmarl/ippo_ff_hanabi_seed{seed}.json").write_text(json.dumps(dict(rows=rows)))
+    for seed, score in ((10, 9.0), (2, 4.0), (1, 2.0)):  # seed 10 sorts before 2 as text
+        rows = [dict(step=100 * (i + 1), episodic_return=score + i) for i in range(12)]
+        run = dict(meta=dict(seed=seed), rows=rows)
+        (tmp_path / f"hanabi_10m_jaxmarl/ippo_ff_hanabi_seed{seed}.json").write_text(json.dumps(run))
     (tmp_path / "hanabi_10m_mappo").mkdir()
     ours = dict(env_id="hanabi", train_scores=[5.0, 7.0, 6.0], scores=[8.0, 9.0, 10.0], median=9.0, env_steps=[1200] * 3)
     (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours, dict(script="mappo", iqm=0.5)]))
     lines = update_readme.hanabi().splitlines()
     assert lines[2] == "| MAPPO | mappo.py | 3 | 0.0012M | 5.00, 7.00, 6.00 | 6.00 | 9.0 (8.0, 9.0, 10.0) |"
-    assert lines[3] == "| IPPO | JaxMARL ippo_ff_hanabi | 2 | 0.0012M | 2.50, 4.50 | 3.50 | - |"
+    assert lines[3] == "| IPPO | JaxMARL ippo_ff_hanabi | 3 | 0.0012M | 13.00, 15.00, 20.00 | 15.00 | - |"
     assert len(lines) == 4
+    del ours["train_scores"]  # runs that logged no training score: the greedy score still shows
+    (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours]))
+    assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"
+
+
+FAKE_JAXMARL = """import json, os, subprocess, sys
+if sys.argv[1] == "-c":  # the script's own check of a finished run's budget
+    sys.exit(subprocess.run([{real!r}, *sys.argv[1:]]).returncode)
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))  # after the runner's path: --flag value pairs
+if args["--seed"] == os.environ.get("FAIL_SEED"):
+    sys.exit("error: only 1 of 2 updates were logged")
+meta = dict(seed=int(args["--seed"]), num_updates=int(args["--total-timesteps"]) // 100, steps_per_update=100)
+with open(args["--out"], "w") as f:
+    json.dump(dict(meta=meta, rows=[]), f)
+"""
+
+
+def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_path):
+    """`bash benchmark/hanabi_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: a failed run leaves no
+    result and the next still runs (exit 1); run again, finished runs are skipped and the failed one goes; a finished
+    run of another budget is neither skipped as done nor overwritten"""
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{sys.executable}\n" + FAKE_JAXMARL.format(real=sys.executable))
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+
+    def run(fail_seed="", steps="1000"):
+        env = dict(os.environ, JAXMARL_PYTHON=str(fake), JAXMARL_OUT=str(out), BASELINES="ippo_ff_hanabi", SEEDS="1 2")
+        env.update(FAIL_SEED=fail_seed, TOTAL_TIMESTEPS=steps)
+        cmd = ["bash", str(ROOT / "benchmark" / "hanabi_10m.sh"), "jaxmarl"]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+    first = run(fail_seed="1")
+    assert first.returncode == 1 and "failed: ippo_ff_hanabi seed 1" in first.stderr, first.stderr
+    assert sorted(p.name for p in out.glob("*.json")) == ["ippo_ff_hanabi_seed2.json"]
+    assert "only 1 of 2 updates" in (out / "ippo_ff_hanabi_seed1.log").read_text()
+    second = run()
+    assert second.returncode == 0 and "done already" in second.stderr and "seed2" in second.stderr, second.stderr
+    assert json.loads((out / "ippo_ff_hanabi_seed1.json").read_text())["meta"]["seed"] == 1
+    assert not list((out / "runs").iterdir())
+    before = (out / "ippo_ff_hanabi_seed1.json").read_text()
+    third = run(steps="2000")
+    assert third.returncode == 1 and "another budget" in third.stderr, third.stderr
+    assert (out / "ippo_ff_hanabi_seed1.json").read_text() == before

@@ -112,7 +112,7 @@ def test_rows_of_the_smax_baseline_stop_at_the_threshold(tmp_path, monkeypatch):
     monkeypatch.setattr(runner.os, "_exit", leave)  # the runner leaves from inside the baseline's scan
     rec.log({"returns": 0.5, "env_step": 0, "win_rate": float("nan")})  # no episode ended: NaN, not a crossing
     rec.log({"returns": 0.9, "env_step": 100, "win_rate": 0.85})
-    with pytest.raises(LeftTheProcess, match="0"):
+    with pytest.raises(LeftTheProcess, match="^0$"):
         rec.log({"returns": 0.7, "env_step": 200, "win_rate": 0.6})  # one extra update after the crossing, then exit
     with open(out) as f:
         data = json.load(f)
