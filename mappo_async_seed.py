@@ -55,7 +55,7 @@ class Args:
     | gamma / gae-lambda / clip / value clip / Huber delta / grad clip: 0.99 / 0.95 / 0.2 / 0.2 / 10 / 10 (Table 3) |
     Hanabi (Tables 7, 13): 100 steps, lr 7e-4, critic lr 1e-3, 15 epochs, entropy 0.015, relu; 1000 envs and 512 wide
     with --paper-preset, else ours for 2 CPU cores: 128 envs, 128 wide.
-    --recurrent on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
+    With --recurrent, on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
     """
 
     # experiment
@@ -117,11 +117,11 @@ class Args:
     server_batch: int = 0  # requests (one split each) per policy forward; 0: num-clients [ours]
     flush_timeout: float = 0.002  # seconds the server waits to fill a batch before it runs a partial one [ours]
     max_policy_lag: int = 1  # acting runs at most this many rollouts ahead of the learner; 0: synchronous [ours]
-    role: Literal["all", "learner", "client"] = "all"  # all: learner + local clients; learner, client: one machine's part
-    rank: int = 0  # --role client: this client's number, 1 .. num-clients
-    master_addr: str = "127.0.0.1"  # the learner's address; the rendezvous listens there only
-    master_port: int = 29500  # the learner's rendezvous port (--role all: a free one)
-    client_timeout: float = 60.0  # seconds: the rendezvous's limit, and a client's silence before the learner gives up
+    role: Literal["all", "learner", "client"] = "all"  # all: learner + local clients; learner, client: one part [ours]
+    rank: int = 0  # --role client: this client's number, 1 .. num-clients [ours]
+    master_addr: str = "127.0.0.1"  # the learner's address; the rendezvous listens there only [ours: loopback]
+    master_port: int = 29500  # the learner's rendezvous port (--role all: a free one) [ours: torch.distributed's usual]
+    client_timeout: float = 60.0  # seconds: the rendezvous's limit, and a client's silence before the learner gives up [ours]
 
     # computed, not flags
     batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs * num_steps env steps per rollout

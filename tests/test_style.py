@@ -35,10 +35,10 @@ def test_update_readme_rewrites_stale_numbers():
     assert f'(mappo.py#L{1 + next(i for i, line in enumerate(lines) if "def compute_gae(" in line)} "' in fresh
 
 
-@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])
 def test_help_shows_every_default_with_its_source(script, monkeypatch, capsys):
-    """--help gives every env and algorithm flag its default and where that default comes from: [MAPPO: ...] for the
-    paper, [ours...] for our own choice. The help texts are the fields' comments in Args."""
+    """--help gives every env and algorithm flag its default and where that default comes from: [MAPPO: ...] or
+    [Async MAPPO: ...] for the papers, [ours...] for our own choice. The help texts are the fields' comments in Args."""
     source = (ROOT / script).read_text()
     args = source[source.index("    # env\n") : source.index("    # computed")]
     fields = re.findall(r"^    (\w+): .*?  # (.*)$", args, re.M)
@@ -53,4 +53,4 @@ def test_help_shows_every_default_with_its_source(script, monkeypatch, capsys):
         [i] = [i for i, line in enumerate(lines) if re.search(rf"^[│ ] *{flag}[ ,]", line)]
         line = lines[i] + (lines[i + 1] if "(default:" not in lines[i] else "")  # a long flag has its help below it
         assert "(default:" in line and comment.strip() in line, (flag, line)
-        assert "[MAPPO:" in comment or "[ours" in comment or "ours:" in comment, (flag, comment)
+        assert any(source in comment for source in ("[MAPPO:", "[Async MAPPO:", "[ours", "ours:")), (flag, comment)
