@@ -235,9 +235,10 @@ def test_a_learner_busy_longer_than_the_client_timeout_keeps_its_clients(run_scr
 
 
 def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
-    """A 10M-step run, returned once its first update is logged (its progress line), with its clients alive"""
+    """A 10M-step run, returned once its first update is logged (its progress line), with its clients alive. No
+    evaluation: its env's compilation, beside the clients' on 2 cores, made the start 19 s longer with a cold cache."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
-    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
+    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000", "--eval-interval", "0"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = wait_for_line(proc, lambda line: line.startswith("step 256/"))
     assert line.startswith("step 256/") and len(client_pids(tmp_path)) == 2, line
