@@ -112,10 +112,9 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
-    smax = args.baseline.endswith("_smax")
-    if not smax and (args.snapshot_dir or args.stop_at_win_rate is not None):
-        p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
-    if not smax:
+    if not args.baseline.endswith("_smax"):
+        if args.snapshot_dir or args.stop_at_win_rate is not None:
+            p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
         args.map = None
     return args
 

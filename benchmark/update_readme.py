@@ -157,14 +157,16 @@ def hanabi() -> str:
     ~130k env steps of each run: ours, the median over the last 10 rollouts (128 envs x 100 steps each) of the mean
     score of the episodes that ended in the rollout; JaxMARL's, its last logged value (one update of 1024 envs x 128
     steps): the mean over its envs of each one's last ended episode."""
-    out, jaxmarl_dir = [], os.path.join(RESULTS, "hanabi_10m_jaxmarl")
+    jaxmarl_dir, out = os.path.join(RESULTS, "hanabi_10m_jaxmarl"), []
+    jaxmarl_files = os.listdir(jaxmarl_dir) if os.path.isdir(jaxmarl_dir) else []
     for algo, ours, theirs in (("MAPPO", "mappo", "mappo_ff_hanabi"), ("IPPO", "ippo", "ippo_ff_hanabi")):
         if os.path.exists(os.path.join(RESULTS, f"hanabi_10m_{ours}/summary.json")):
             [r] = [r for r in load(f"hanabi_10m_{ours}/summary.json") if r.get("env_id") == "hanabi"]
             greedy = f"{pct(r['median'])} ({', '.join(pct(x) for x in r['scores'])})"
             out.append((algo, f"{ours}.py", len(r["scores"]), r.get("train_scores"), min(r["env_steps"]), greedy))
-        files = os.listdir(jaxmarl_dir) if os.path.isdir(jaxmarl_dir) else []
-        runs = [load(f"hanabi_10m_jaxmarl/{f}") for f in files if f.startswith(f"{theirs}_seed") and f.endswith(".json")]
+        runs = [
+            load(f"hanabi_10m_jaxmarl/{f}") for f in jaxmarl_files if f.startswith(f"{theirs}_seed") and f.endswith(".json")
+        ]
         if runs:
             runs.sort(key=lambda run: run["meta"]["seed"])
             train = [run["rows"][-1]["episodic_return"] for run in runs]

@@ -30,8 +30,8 @@ LAST10 = {
 TRAIN_2S3Z = {1: [0.5] * 10, 2: [0.6] * 10, 3: [0.7] * 4 + [0.4] * 6}  # medians 0.5, 0.6, 0.4: 3m's runs have none
 
 
-def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo", train_wins=None, train="train_win_rate"):
-    """A run's eval_summary.json; train_wins: the training score (`train`: win rate, or return where there is no win)
+def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo", train=None, train_key="train_win_rate"):
+    """A run's eval_summary.json; train: the training score (train_key: win rate, or return where there is no win)
     beside each evaluation (runs before it had none)"""
     evals = [0.0, 0.0] + list(wins)
     returns = returns or [w * 2 for w in evals]
@@ -43,11 +43,11 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
         dict(step=3200 * (i + 1), win_rate=w, episodic_return=r, wall_time=10.0 * (i + 1))
         for i, (w, r) in enumerate(zip(evals, returns))
     ]
-    if train_wins is not None:
-        scores = [0.0, 0.0] + list(train_wins)
-        summary[f"median_{train}"] = float(np.median(scores[-10:]))
+    if train is not None:
+        scores = [0.0, 0.0] + list(train)
+        summary[f"median_{train_key}"] = float(np.median(scores[-10:]))
         for e, t in zip(summary["evals"], scores):
-            e[train] = t
+            e[train_key] = t
     run = root / "runs" / f"{env_id}__{script}__{seed}__0"
     run.mkdir(parents=True)
     (run / "eval_summary.json").write_text(json.dumps(summary))
@@ -56,9 +56,9 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
 @pytest.fixture
 def results(tmp_path):
     for (env_id, seed), wins in LAST10.items():
-        write_run(tmp_path, env_id, seed, wins, train_wins=TRAIN_2S3Z[seed] if env_id == "2s3z" else None)
+        write_run(tmp_path, env_id, seed, wins, train=TRAIN_2S3Z[seed] if env_id == "2s3z" else None)
     write_run(tmp_path, "simple_spread_v3", 1, [0.0] * 10, returns=[-30.0] * 2 + [-20.0] * 5 + [-18.0] * 5)
-    hanabi_train = dict(train_wins=[1.0] * 4 + [1.5] * 6, train="train_return")
+    hanabi_train = dict(train=[1.0] * 4 + [1.5] * 6, train_key="train_return")
     write_run(tmp_path, "hanabi", 1, [0.0] * 10, returns=[0.0] * 2 + [2.0] * 4 + [3.0] * 6, **hanabi_train)  # by return
     write_run(tmp_path, "3m", 4, [1.0] * 10, budget=10**9)  # stopped before its budget: left out of every result
     summarize.main(str(tmp_path), marl_eval=True)
