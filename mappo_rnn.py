@@ -530,16 +530,19 @@ def train(args: Args, ckpt: Optional[dict] = None):
 # ========================================= ENV BACKENDS ===========================================
 class JaxVecEnv:
     """A JaxMARL env: all envs in one jitted, vmapped call, one host copy per step. Subclasses jit reset_one(key) and
-    step_one(key, state, actions (A,)) with batched()."""
+    step_one(key, state, actions (A,)) with batched(), once per env id and number of envs in a process: an env made
+    again (an async client's splits, the eval env at the training size) is not traced and compiled again."""
 
-    def batched(self, one, num_envs: int):  # all envs in one call: the key is split once per call, one subkey per env
+    jitted = {}  # (env id, function name, num_envs) -> its jitted call
+
+    def batched(self, env_id: str, one, num_envs: int):  # all envs in one call: the key split once, a subkey per env
         import jax
 
         def call(key, *inputs):
             key, sub = jax.random.split(key)
             return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
 
-        return jax.jit(call)
+        return JaxVecEnv.jitted.setdefault((env_id, one.__name__, num_envs), jax.jit(call))
 
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
@@ -596,7 +599,7 @@ class SMAXVecEnv(JaxVecEnv):
             out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
             return st, dict(out, final_alive=final["alive"])
 
-        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._reset, self._step = self.batched(map_name, reset_one, num_envs), self.batched(map_name, step_one, num_envs)
         self._key = jax.random.PRNGKey(seed)
 
 
@@ -642,7 +645,7 @@ class HanabiVecEnv(JaxVecEnv):
             out.update(reward=rewards["__all__"], terminated=done, truncated=never, won=never)
             return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
-        self._reset, self._step = self.batched(reset_one, num_envs), self.batched(step_one, num_envs)
+        self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self._key = jax.random.PRNGKey(seed)
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]

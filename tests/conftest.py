@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT))
 # One persistent JAX compilation cache for the whole session, in this process (set before anything imports jax) and in
 # every script the tests start: SMAX compiles once.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="cleanmappo_jax_cache_"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # the many small compilations too (default: >= 1 s)
 
 
 @pytest.fixture(scope="session")

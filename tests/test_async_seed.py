@@ -236,12 +236,14 @@ def test_a_learner_busy_longer_than_the_client_timeout_keeps_its_clients(run_scr
 
 def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
     """A 10M-step run, returned once its first update is logged (its progress line), with its clients alive. No
-    evaluation: its env's compilation, beside the clients' on 2 cores, made the start 19 s longer with a cold cache."""
+    evaluation: its env's compilation, beside the clients' on 2 cores, made the start 19 s longer with a cold cache.
+    16 envs: 4 per split, the size the other tests compile (a size of its own took 20 s more with a cold cache)."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
-    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000", "--eval-interval", "0"]
+    cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--num-envs", "16", "--total-timesteps", "10000000"]
+    cmd += ["--eval-interval", "0"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line = wait_for_line(proc, lambda line: line.startswith("step 256/"))
-    assert line.startswith("step 256/") and len(client_pids(tmp_path)) == 2, line
+    line = wait_for_line(proc, lambda line: line.startswith("step 512/"))
+    assert line.startswith("step 512/") and len(client_pids(tmp_path)) == 2, line
     return proc
 
 
@@ -261,7 +263,7 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
         assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
         [run] = run_dirs(tmp_path)
         ckpt = torch.load(Path(run) / "mappo_async_seed.pt", weights_only=True)
-        assert ckpt["iteration"] >= 1 and ckpt["global_step"] == 256 * ckpt["iteration"]
+        assert ckpt["iteration"] >= 1 and ckpt["global_step"] == 512 * ckpt["iteration"]
         assert f"interrupted at step {ckpt['global_step']}" in out
     finally:
         kill_run(proc, tmp_path)

@@ -136,11 +136,11 @@ def test_hanabi_presets_ours_and_the_papers():
 def test_hanabi_adapter_turns_and_legal_moves():
     """One player moves per env and turns alternate; the others' only legal move is the no-op (the last action);
     rewards are whole points and an episode's return (its score) lies in 0..25."""
-    envs = mappo.make_env("hanabi", 16, seed=3)
+    envs = mappo.make_env("hanabi", 4, seed=3)  # 4 envs: the size test_smoke_hanabi compiled already in this process
     nxt, rng = envs.reset(), np.random.default_rng(0)
     assert (envs.num_agents, envs.num_actions, envs.obs_dim) == (2, 21, 658)
-    assert nxt["obs"].shape == (16, 2, 658) and nxt["env_state"].shape == (16, envs.state_dim) == (16, 2 * 5 * 25 + 2)
-    ep_return, returns = np.zeros(16), []
+    assert nxt["obs"].shape == (4, 2, 658) and nxt["env_state"].shape == (4, envs.state_dim) == (4, 2 * 5 * 25 + 2)
+    ep_return, returns = np.zeros(4), []
     for _ in range(300):
         alive, avail = nxt["alive"], nxt["avail"]
         assert (alive.sum(1) == 1).all() and avail[alive].sum(-1).min() >= 1
