@@ -73,6 +73,45 @@ def results(family: str) -> str:
     return "\n".join(head + out) + plot
 
 
+def smax_10m() -> str:
+    """mappo.py at the anchors' budget (benchmark/mappo_10m.sh -> benchmark/results/mappo_10m/summary.json): each
+    anchor of benchmark/results/anchors.json beside ours on its own metric, JaxMARL's training win rate beside our
+    training episodes' win rate and Mava's evaluation win rate beside our greedy evaluation; mean over seeds with its
+    95% bootstrap interval, each seed's median of its last 10 evaluations, and the IQM over every run of the maps."""
+    if not os.path.exists(os.path.join(RESULTS, "mappo_10m/summary.json")):
+        return "(not finished yet: `bash benchmark/mappo_10m.sh`)"
+    table, anchors = load("mappo_10m/summary.json"), load("anchors.json")
+
+    def ours(mean, ci, per_seed) -> str:
+        return f"{pct(mean)} [{pct(ci[0])}, {pct(ci[1])}] ({', '.join(pct(x) for x in per_seed)})"
+
+    def anchor(env: str, name: str) -> str:
+        found = [f"~{a['value']} ({a['budget']}, {a['metric']})" for a in anchors["smax"].get(env, []) if a["name"] == name]
+        return "; ".join(found) or "-"
+
+    out = [
+        "| map | env steps | seeds | ours, greedy evaluation: mean [95% CI] (per seed) | Mava rec-MAPPO "
+        "| ours, training episodes: mean [95% CI] (per seed) | JaxMARL MAPPO | MAPPO paper, StarCraft II (10M) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted((r for r in table if "env_id" in r), key=lambda r: r["env_id"]):
+        env = r["env_id"]
+        train = ours(r["train_mean"], r["train_mean_ci"], r["train_scores"]) if "train_scores" in r else "-"
+        out.append(
+            f"| {env} | {min(r['env_steps']) / 1e6:.3g}M | {len(r['scores'])} | {ours(r['mean'], r['mean_ci'], r['scores'])} "
+            f"| {anchor(env, 'Mava rec-MAPPO')} | {train} | {anchor(env, 'JaxMARL MAPPO')} "
+            f"| {anchors['sc2_paper']['mappo'].get(env, '-')} |"
+        )
+    [iqm] = [r for r in table if "iqm" in r]
+    runs = sum(len(r["scores"]) for r in table if r.get("metric", "").startswith("win"))
+    out.append(
+        f"\nIQM of the greedy win rates over the {runs} runs: {pct(100 * iqm['iqm'])} % (95% stratified-bootstrap "
+        f"interval {pct(100 * iqm['iqm_ci'][0])} to {pct(100 * iqm['iqm_ci'][1])})."
+    )
+    png = "benchmark/results/mappo_10m/curves.png"
+    return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+
+
 def jaxmarl_pairs() -> list[dict]:
     """The seed pairs of benchmark/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
     this machine), one summary.json per folder benchmark/results/jaxmarl_compare*."""
@@ -191,7 +230,7 @@ def async_throughput() -> str:
 
 
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
-GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi)
+GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

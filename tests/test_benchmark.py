@@ -256,6 +256,32 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"
 
 
+def test_10m_table_puts_each_anchor_beside_ours_on_its_metric(results, tmp_path_factory, monkeypatch):
+    """update_readme's 10M table (benchmark/mappo_10m.sh): Mava's evaluation win rate beside our greedy evaluation,
+    JaxMARL's training win rate beside our training episodes, each as mean [95% CI] (per seed); then the IQM"""
+    import update_readme
+
+    out = tmp_path_factory.mktemp("results")
+    shutil.copy(ROOT / "benchmark/results/anchors.json", out)
+    monkeypatch.setattr(update_readme, "RESULTS", str(out))
+    assert update_readme.smax_10m().startswith("(not finished yet")
+    (out / "mappo_10m").mkdir()
+    shutil.copy(results / "summary.json", out / "mappo_10m")
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in update_readme.smax_10m().splitlines()}
+    [r] = [r for r in json.loads((results / "summary.json").read_text()) if r.get("env_id") == "2s3z"]
+    greedy_ci, train_ci = (f"[{r[k][0]:.1f}, {r[k][1]:.1f}]" for k in ("mean_ci", "train_mean_ci"))
+    assert rows["| 2s3z"][1:3] == ["0.0384M", "3"]
+    assert rows["| 2s3z"][3:7] == [
+        f"90.0 {greedy_ci} (80.0, 90.0, 100.0)",
+        "~95 (10M, eval)",
+        f"50.0 {train_ci} (50.0, 60.0, 40.0)",
+        "~100 (10M, train)",
+    ]
+    assert rows["| 3m"][5] == "-" and rows["| 3m"][7] == "100.0 |"  # no training score logged; no 3m anchor on SMAX
+    iqm = [line for line in update_readme.smax_10m().splitlines() if line.startswith("IQM")]
+    assert iqm and iqm[0].startswith("IQM of the greedy win rates over the 6 runs: ")
+
+
 FAKE_JAXMARL = """import json, os, subprocess, sys
 if sys.argv[1] == "-c":  # the script's own check of a finished run's budget
     sys.exit(subprocess.run([{real!r}, *sys.argv[1:]]).returncode)
