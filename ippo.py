@@ -440,7 +440,7 @@ class JaxVecEnv:
     step_one(key, state, actions (A,)) with batched(), once per env id and number of envs in a process: an env made
     again (an async client's splits, the eval env at the training size) is not traced and compiled again."""
 
-    jitted = {}  # (env id, function name, num_envs) -> its jitted call
+    jitted = {}  # (env id, function name, num_envs) -> its jitted call: the id must fix all the functions close over
 
     def batched(self, env_id: str, one, num_envs: int):  # all envs in one call: the key split once, a subkey per env
         import jax

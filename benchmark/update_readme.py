@@ -94,7 +94,8 @@ def smax_10m() -> str:
         "| ours, training episodes: mean [95% CI] (per seed) | JaxMARL MAPPO | MAPPO paper, StarCraft II (10M) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted((r for r in table if "env_id" in r), key=lambda r: r["env_id"]):
+    rows = sorted((r for r in table if r.get("metric", "").startswith("win")), key=lambda r: r["env_id"])
+    for r in rows:
         env = r["env_id"]
         train = ours(r["train_mean"], r["train_mean_ci"], r["train_scores"]) if "train_scores" in r else "-"
         out.append(
@@ -102,12 +103,12 @@ def smax_10m() -> str:
             f"| {anchor(env, 'Mava rec-MAPPO')} | {train} | {anchor(env, 'JaxMARL MAPPO')} "
             f"| {anchors['sc2_paper']['mappo'].get(env, '-')} |"
         )
-    [iqm] = [r for r in table if "iqm" in r]
-    runs = sum(len(r["scores"]) for r in table if r.get("metric", "").startswith("win"))
-    out.append(
-        f"\nIQM of the greedy win rates over the {runs} runs: {pct(100 * iqm['iqm'])} % (95% stratified-bootstrap "
-        f"interval {pct(100 * iqm['iqm_ci'][0])} to {pct(100 * iqm['iqm_ci'][1])})."
-    )
+    for iqm in (r for r in table if "iqm" in r):  # summarize.py's, per script
+        runs = sum(len(r["scores"]) for r in rows if r["script"] == iqm["script"])
+        out.append(
+            f"\n{iqm['script']}.py: IQM of the greedy win rates over its {runs} runs: {pct(100 * iqm['iqm'])} % (95% "
+            f"stratified-bootstrap interval {pct(100 * iqm['iqm_ci'][0])} to {pct(100 * iqm['iqm_ci'][1])})."
+        )
     png = "benchmark/results/mappo_10m/curves.png"
     return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
 

@@ -277,9 +277,12 @@ def test_10m_table_puts_each_anchor_beside_ours_on_its_metric(results, tmp_path_
         f"50.0 {train_ci} (50.0, 60.0, 40.0)",
         "~100 (10M, train)",
     ]
-    assert rows["| 3m"][5] == "-" and rows["| 3m"][7] == "100.0 |"  # no training score logged; no 3m anchor on SMAX
-    iqm = [line for line in update_readme.smax_10m().splitlines() if line.startswith("IQM")]
-    assert iqm and iqm[0].startswith("IQM of the greedy win rates over the 6 runs: ")
+    assert rows["| 3m"][5] == "-" and rows["| 3m"][7] == "100.0 |"  # no training score logged
+    assert rows["| 3m"][4] == rows["| 3m"][6] == "-"  # and no SMAX anchor for 3m
+    assert "| simple_spread_v3" not in rows and "| hanabi" not in rows  # win rates only
+    iqm = [line for line in update_readme.smax_10m().splitlines() if "IQM" in line]
+    assert iqm == [line for line in iqm if line.startswith("mappo.py: IQM of the greedy win rates over its 6 runs: ")]
+    assert len(iqm) == 1
 
 
 FAKE_JAXMARL = """import json, os, subprocess, sys

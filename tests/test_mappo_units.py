@@ -156,13 +156,14 @@ def test_hanabi_adapter_turns_and_legal_moves():
     assert len(returns) > 16 and all(0 <= r <= 25 for r in returns)
 
 
-def test_a_jax_env_made_again_is_not_traced_again():
-    """One jitted call per env id and number of envs in a process (an async client's splits share it); each env keeps
-    its own key and state."""
+def test_a_jax_env_made_again_shares_its_jitted_calls():
+    """One jitted call per env id and number of envs in a process, so it is compiled once (an async client's splits
+    share it); each env keeps its own key and state."""
     a, b = mappo.HanabiVecEnv("hanabi", 4, seed=1), mappo.HanabiVecEnv("hanabi", 4, seed=2)
     assert a._reset is b._reset and a._step is b._step
     assert mappo.HanabiVecEnv("hanabi", 2, seed=1)._step is not a._step
     assert mappo.HanabiVecEnv("hanabi_3p", 4, seed=1)._step is not a._step
+    assert mappo.SMAXVecEnv("3m", 4, seed=1)._step is not mappo.SMAXVecEnv("2s3z", 4, seed=1)._step  # nothing run
     assert not np.array_equal(a.reset()["obs"], b.reset()["obs"])  # other seeds, other deals
 
 
