@@ -43,6 +43,12 @@ def pct(x: float) -> str:
     return f"{x:.1f}"
 
 
+def curves(folder: str) -> str:
+    """the plot summarize.py wrote into benchmark/results/FOLDER, as a README image after a blank line ("" if none)"""
+    png = f"benchmark/results/{folder}/curves.png"
+    return f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
+
+
 def results(family: str) -> str:
     """One table per script: our runs (benchmark/results/FAMILY/summary.json, written by summarize.py) beside the
     same-environment anchors of benchmark/results/anchors.json, each with its budget and metric; StarCraft II numbers
@@ -68,9 +74,7 @@ def results(family: str) -> str:
         out.append(
             f"| {env} | {steps} | {len(scores)} | {pct(r['median'])}{unit}{spread} | {'; '.join(same) or '-'} | {paper} |"
         )
-    png = f"benchmark/results/{family}/curves.png"
-    plot = f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
-    return "\n".join(head + out) + plot
+    return "\n".join(head + out) + curves(family)
 
 
 def smax_10m() -> str:
@@ -109,8 +113,7 @@ def smax_10m() -> str:
             f"\n{iqm['script']}.py: IQM of the greedy win rates over its {runs} runs: {pct(100 * iqm['iqm'])} % (95% "
             f"stratified-bootstrap interval {pct(100 * iqm['iqm_ci'][0])} to {pct(100 * iqm['iqm_ci'][1])})."
         )
-    png = "benchmark/results/mappo_10m/curves.png"
-    return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+    return "\n".join(out) + curves("mappo_10m")
 
 
 def jaxmarl_pairs() -> list[dict]:
@@ -187,8 +190,7 @@ def async_learning() -> str:
         r = rows[script]
         seeds = ", ".join(f"{pct(x)} %" for x in r["scores"])
         out.append(f"| {r['env_id']} | {min(r['env_steps']) / 1e6:.2g}M | {script}.py | {seeds} | {pct(r['median'])} % |")
-    png = "benchmark/results/mappo_async_seed/curves.png"
-    return "\n".join(out) + (f"\n\n![evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+    return "\n".join(out) + curves("mappo_async_seed")
 
 
 def hanabi() -> str:
