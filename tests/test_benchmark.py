@@ -241,8 +241,10 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     assert update_readme.hanabi().startswith("(not run yet")
     (tmp_path / "hanabi_10m_jaxmarl").mkdir()
     for seed, score in ((10, 9.0), (2, 4.0), (1, 2.0)):  # seed 10 sorts before 2 as text
-        rows = [dict(step=100 * (i + 1), episodic_return=score + i) for i in range(12)]
-        run = dict(meta=dict(seed=seed), rows=rows)
+        # updates of 100 steps: the first one 50 s (it compiles), then 1, 2 or 4 s (seed 2: one of 7 s, disturbed)
+        walls = np.cumsum([50] + [{10: 1, 2: 2, 1: 4}[seed]] * 10 + [7 if seed == 2 else 1]).tolist()
+        rows = [dict(step=100 * (i + 1), episodic_return=score + i, wall_time=walls[i]) for i in range(12)]
+        run = dict(meta=dict(seed=seed, steps_per_update=100), rows=rows)
         (tmp_path / f"hanabi_10m_jaxmarl/ippo_ff_hanabi_seed{seed}.json").write_text(json.dumps(run))
     (tmp_path / "hanabi_10m_mappo").mkdir()
     ours = dict(env_id="hanabi", train_scores=[5.0, 7.0, 6.0], scores=[8.0, 9.0, 10.0], median=9.0, env_steps=[1200] * 3)
@@ -250,7 +252,14 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     lines = update_readme.hanabi().splitlines()
     assert lines[2] == "| MAPPO | mappo.py | 3 | 0.0012M | 5.00, 7.00, 6.00 | 6.00 | 9.0 (8.0, 9.0, 10.0) |"
     assert lines[3] == "| IPPO | JaxMARL ippo_ff_hanabi | 3 | 0.0012M | 13.00, 15.00, 20.00 | 15.00 | - |"
-    assert len(lines) == 4
+    assert len(lines) == 4  # no speed line: throughput.json has no Hanabi row
+    hanabi_speed = dict(env_id="hanabi", sps=860.4, update_s=13.0, iteration_s=14.9)
+    (tmp_path / "throughput.json").write_text(json.dumps([dict(env_id="3m", sps=1.0), hanabi_speed]))
+    assert update_readme.hanabi().splitlines()[4:] == [
+        "",
+        "SPS on this machine, each run alone, in steady state: mappo.py 860 (`benchmark/throughput.py`: its update is 87% of"
+        " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of each 10M run, median over seeds).",
+    ]  # the median seed (2): 100 steps in its median update, 2 s (not its mean, 2.45 s)
     del ours["train_scores"]  # runs that logged no training score: the greedy score still shows
     (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours]))
     assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"
