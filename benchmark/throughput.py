@@ -1,9 +1,10 @@
 """mappo.py's training throughput next to raw env stepping (uniformly random available actions) at the same number
 of envs, measured in one run of this script, and where an iteration's time goes.
 
-    python benchmark/throughput.py [--env-ids 3m simple_spread_v3 smaclite/2s3z] [--iterations 8]
+    python benchmark/throughput.py [--env-ids 3m smaclite/2s3z hanabi] [--iterations 8]
 
-Writes benchmark/results/throughput.md and .json. Both sides run on the CPU here unless --cuda is passed.
+Writes benchmark/results/throughput.md and .json; rows of envs not measured this time stay as they were. Both sides run
+on the CPU here unless --cuda is passed.
 """
 
 import argparse
@@ -70,6 +71,16 @@ def train_sps(env_id: str, iterations: int, extra: list[str]) -> dict:
     )
 
 
+def merge_rows(path: str, rows: list[dict]) -> list[dict]:
+    """The rows of the file at path (if any) in their order, each env's replaced by its new row, then the new envs'
+    rows: one env can be measured again on its own without losing the others."""
+    old = []
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+    return list({**{r["env_id"]: r for r in old}, **{r["env_id"]: r for r in rows}}.values())
+
+
 def write_results(out: str, lines: list[str], rows: list[dict]) -> None:
     """The table as OUT.md, the rows as OUT.json (the benchmark/ tools' outputs), and the table on stdout."""
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -82,7 +93,7 @@ def write_results(out: str, lines: list[str], rows: list[dict]) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env-ids", nargs="+", default=["3m", "simple_spread_v3", "smaclite/2s3z"])
+    parser.add_argument("--env-ids", nargs="+", default=["3m", "smaclite/2s3z", "hanabi"])  # the README's rows
     parser.add_argument("--iterations", type=int, default=8, help="training iterations per env (the first is excluded)")
     parser.add_argument("--raw-steps", type=int, default=0, help="raw steps per env (0: as many as the training run)")
     parser.add_argument("--cuda", action="store_true", help="train on the GPU (raw stepping is always on the CPU)")
@@ -104,9 +115,12 @@ def main():
         ceiling = raw_iteration / (raw_iteration + train["update_s"])
         rows.append(dict(env_id=env_id, raw_sps=raw, ratio=train["sps"] / raw, ceiling=ceiling, **train))
         print(json.dumps(rows[-1]), flush=True)
+    measured = ", ".join(r["env_id"] for r in rows)
+    rows = merge_rows(opts.out + ".json", rows)
     lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on {'cuda' if opts.cuda else 'cpu'}: "
-        f"`python benchmark/throughput.py --env-ids {' '.join(opts.env_ids)} --iterations {opts.iterations}`",
+        f"{measured} measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on "
+        f"{'cuda' if opts.cuda else 'cpu'}: `python benchmark/throughput.py --env-ids {' '.join(opts.env_ids)} --iterations "
+        f"{opts.iterations}`; any other row is from an earlier run of it.",
         "",
         "| env | envs | raw env SPS | mappo.py SPS | ratio | ceiling | s / iteration: env | update "
         "| rest (inference, storage, GAE) |",

@@ -232,6 +232,16 @@ def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
     assert steps[-1]["final_obs"].shape == (3, 2, 7) and steps[0]["reward"].shape == (3,)
 
 
+def test_throughput_rows_of_envs_not_measured_again_stay(tmp_path):
+    import throughput
+
+    path = tmp_path / "throughput.json"
+    assert throughput.merge_rows(str(path), [dict(env_id="3m", sps=1.0)]) == [dict(env_id="3m", sps=1.0)]
+    path.write_text(json.dumps([dict(env_id="3m", sps=1.0), dict(env_id="smaclite/2s3z", sps=2.0)]))
+    merged = throughput.merge_rows(str(path), [dict(env_id="hanabi", sps=3.0), dict(env_id="3m", sps=4.0)])
+    assert merged == [dict(env_id="3m", sps=4.0), dict(env_id="smaclite/2s3z", sps=2.0), dict(env_id="hanabi", sps=3.0)]
+
+
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     """update_readme's Hanabi table: ours from summarize.py's summary (median of the last 10 rollouts' training
     scores), JaxMARL's from benchmark/jaxmarl_baseline.py's rows (the last update's), seeds in order"""
