@@ -198,8 +198,8 @@ def hanabi() -> str:
     steps (benchmark/hanabi_10m.sh; its `jaxmarl` mode for JaxMARL's runs). Both sides' training score over the last
     ~130k env steps of each run: ours, the median over the last 10 rollouts (128 envs x 100 steps each) of the mean
     score of the episodes that ended in the rollout; JaxMARL's, its last logged value (one update of 1024 envs x 128
-    steps): the mean over its envs of each one's last ended episode. Then, once benchmark/throughput.py has a Hanabi row,
-    the speeds: mappo.py's from that row, JaxMARL's from the wall times of its runs' updates."""
+    steps): the mean over its envs of each one's last ended episode. Then, once benchmark/throughput.py has a Hanabi row
+    and JaxMARL's runs exist, the speeds: mappo.py's from that row, JaxMARL's from the wall times of its runs' updates."""
     jaxmarl_dir, out, speed = os.path.join(RESULTS, "hanabi_10m_jaxmarl"), [], {}
     jaxmarl_files = os.listdir(jaxmarl_dir) if os.path.isdir(jaxmarl_dir) else []
     for algo, ours, theirs in (("MAPPO", "mappo", "mappo_ff_hanabi"), ("IPPO", "ippo", "ippo_ff_hanabi")):
@@ -225,7 +225,7 @@ def hanabi() -> str:
         per_seed, median = (", ".join(f"{x:.2f}" for x in train), f"{np.median(train):.2f}") if train else ("-", "-")
         table.append(f"| {algo} | {impl} | {seeds} | {steps / 1e6:.3g}M | {per_seed} | {median} | {greedy} |")
     throughput = load("throughput.json") if os.path.exists(os.path.join(RESULTS, "throughput.json")) else []
-    for r in (r for r in throughput if r["env_id"] == "hanabi"):  # the speeds, where ours was measured
+    for r in (r for r in throughput if r["env_id"] == "hanabi" and speed):  # the speeds, where both sides were measured
         speeds = ", ".join(f"{name} {sps:.0f}" for name, sps in speed.items())
         table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/throughput.py`: "
                   f"its update is {r['update_s'] / r['iteration_s']:.0%} of an iteration); {speeds} (the median update of "
