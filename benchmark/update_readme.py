@@ -225,7 +225,7 @@ def hanabi() -> str:
         per_seed, median = (", ".join(f"{x:.2f}" for x in train), f"{np.median(train):.2f}") if train else ("-", "-")
         table.append(f"| {algo} | {impl} | {seeds} | {steps / 1e6:.3g}M | {per_seed} | {median} | {greedy} |")
     throughput = load("throughput.json") if os.path.exists(os.path.join(RESULTS, "throughput.json")) else []
-    [r] = [r for r in throughput if r["env_id"] == "hanabi"] or [None]
+    r = next((r for r in throughput if r["env_id"] == "hanabi"), None)
     if r and speed:  # the speeds, where both sides were measured
         speeds = ", ".join(f"{name} {sps:.0f}" for name, sps in speed.items())
         table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/throughput.py`: "
