@@ -272,7 +272,8 @@ def plot(runs, path):
             ax.set_xlabel(x_label)
             ax.set_ylabel("win rate" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return"))
             ax.legend(fontsize=7)
-    fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval; dashed: training episodes", fontsize=9)
+    # two lines: one line is wider than a one-env figure
+    fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval;\ndashed: training episodes", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     from PIL import Image  # matplotlib's own dependency
