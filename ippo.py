@@ -66,6 +66,7 @@ class Args:
     total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
     eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]
     eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
+    eval_sampled: bool = False  # then as many with sampled actions, the metric of Mava's SMAX evaluations [ours]
     num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
     num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
     paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 envs, 128 wide, for 2 cores]
@@ -329,9 +330,9 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, run=None) -> Optional[tuple[float, float]]:
-    """Greedy evaluation: each env plays its first ceil(N/E) episodes (no bias to short ones), the first N count.
-    Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, run=None, generator=None) -> Optional[tuple[float, float]]:
+    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
+    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
@@ -340,7 +341,8 @@ def evaluate(actor, envs, num_episodes: int, agent_ids: torch.Tensor, device, ru
         if run is not None and run.stop_requested():
             return None
         logits = actor(actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids))  # (E,A,U)
-        action = MaskedCategorical(logits, torch.from_numpy(nxt["avail"]).to(device)).mode()  # (E,A)
+        dist = MaskedCategorical(logits, torch.from_numpy(nxt["avail"]).to(device))  # (E,A,U)
+        action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action.cpu().numpy())
         ep_return += nxt["reward"]
         for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
@@ -377,8 +379,12 @@ def train(args: Args, ckpt: Optional[dict] = None):
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
+    eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
     if args.eval_only:
-        return run.report(evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device))
+        greedy = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
+        if args.eval_sampled:
+            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, None, eval_generator)
+        return run.report(greedy)
 
     envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
@@ -429,6 +435,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
         if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
             eval_start = time.time()
             result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run)  # None after a stop
+            if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
+                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run, eval_generator)
+                result = None if sampled is None else result + sampled
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
     run.finish(envs)
@@ -823,7 +832,7 @@ class Run:
         self.global_step, self.iteration, self.evals = 0, 0, []
         if args.resume:  # the step counters, the eval history and the run directory go on
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
-            self.evals = [list(e) for e in ckpt["evals"]]
+            self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
         self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
         self.start_step, self.train_time, self.env_time, self.latest, self.printed = self.global_step, 0.0, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
@@ -882,8 +891,10 @@ class Run:
             episodes["finished"] = []
         if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
             train = float(stats.get("charts/win_rate" if self.is_smac else "charts/episodic_return", np.nan))
-            self.evals.append([self.global_step, *result, time.time() - self.start_time, train])
-            stats.update({"eval/episodic_return": result[1], **({"eval/win_rate": result[0]} if self.is_smac else {})})
+            sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
+            self.evals.append([self.global_step, *result[:2], time.time() - self.start_time, train, *sampled])
+            tags = ("eval/win_rate", "eval/episodic_return", "eval/sampled_win_rate", "eval/sampled_episodic_return")
+            stats.update({tag: v for tag, v in zip(tags, result) if self.is_smac or "win_rate" not in tag})
         for tag, value in stats.items():
             self.writer.add_scalar(tag, value, self.global_step)
         self.latest.update(stats)
@@ -905,14 +916,18 @@ class Run:
         if self.signals or self.args.save_model or self.args.resume:
             self.save()
             print(f"checkpoint at step {self.global_step}: {self.path}")
-        if self.evals:  # rows: step, eval win rate, eval return, wall time, training score
+        if self.evals:  # rows: step, eval win rate, eval return, wall time, training score, sampled win rate, return
             last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"
             summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
             summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
             summary["median_win_rate"] = float(np.median(last[:, 1])) if self.is_smac else None  # MPE has no win
             train = "train_win_rate" if self.is_smac else "train_return"  # of the rollout before each evaluation
             summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
-            keys = ("step", "win_rate" if self.is_smac else None, "episodic_return", "wall_time", train)
+            if not np.isnan(last[:, 6]).all():  # --eval-sampled
+                summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
+                summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if self.is_smac else None
+            win = ("win_rate", "sampled_win_rate") if self.is_smac else (None, None)
+            keys = ("step", win[0], "episodic_return", "wall_time", train, win[1], "sampled_return")
             summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in self.evals]  # NaN: left out
             with open(path, "w") as f:
                 json.dump(summary, f, indent=1)
@@ -931,11 +946,12 @@ class Run:
             print(f"interrupted at step {self.global_step}, logs flushed", flush=True)
             sys.exit(130)
 
-    def report(self, result: tuple[float, float]):
-        """--eval-only's output."""
+    def report(self, result: tuple[float, ...]):
+        """--eval-only's output: greedy, then sampled with --eval-sampled."""
         self.eval_envs.close()
-        print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} greedy episodes")
-        print((f"win_rate={result[0]:.4f} " if self.is_smac else "") + f"episodic_return={result[1]:.4f}")
+        print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} episodes each")
+        for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
+            print(f"{mode}: " + (f"win_rate={win:.4f} " if self.is_smac else "") + f"episodic_return={ret:.4f}")
 
 
 if __name__ == "__main__":

@@ -84,9 +84,10 @@ class MaskedCategorical:
     def probs(self) -> torch.Tensor:
         return self.logits.exp()  # (..., U), exactly 0 where masked
 
-    def sample(self) -> torch.Tensor:
-        """Gumbel-max sampling -> (...,) int64 actions, always available ones."""
-        u = torch.rand_like(self.logits).clamp_(min=torch.finfo(self.logits.dtype).tiny)
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Gumbel-max sampling (from `generator`, else torch's default one) -> (...,) int64 actions, always available."""
+        u = torch.rand(self.logits.shape, generator=generator, dtype=self.logits.dtype, device=self.logits.device)
+        u.clamp_(min=torch.finfo(self.logits.dtype).tiny)
         return (self.logits - torch.log(-torch.log(u))).argmax(-1)  # masked logits stay at the dtype's minimum
 
     def mode(self) -> torch.Tensor:

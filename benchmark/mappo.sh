@@ -7,6 +7,8 @@
 # budget), BUDGETS (per-env budgets that override the defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT
 # (results folder), PYTHON, EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), KEEP (default
 # OUT/kept: see below).
+# `bash benchmark/mappo.sh plan` prints the command line of each run still to do and runs nothing (launchers that pool
+# the runs of several folders into one queue, like benchmark/smax_hard_10m.sh, use it).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
 # each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP;
 # commit KEEP. This script, run again on another machine from that commit, resumes the unfinished runs from KEEP and
@@ -101,6 +103,9 @@ root=$(pwd)
 if [ "${1:-}" = keep ]; then
   plan keep
   ls -l "$KEEP"
+  exit 0
+elif [ "${1:-}" = plan ]; then
+  plan
   exit 0
 fi
 plan | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}

@@ -115,11 +115,11 @@ def smaclite_missing() -> str:
 
 
 def eval_only_win_rate(stdout: str, episodes: int) -> float:
-    """The win rate that `--eval-only` printed on SMAX. It must be a count of wins out of `episodes`, and a return
-    must come with it."""
-    last = stdout.splitlines()[-1]
-    assert last.startswith("win_rate=") and " episodic_return=" in last, stdout[-2000:]
-    win_rate = float(last.split()[0].split("=")[1])
+    """The greedy win rate that `--eval-only` printed on SMAX. It must be a count of wins out of `episodes`, and a
+    return must come with it."""
+    [last] = [line for line in stdout.splitlines() if line.startswith("greedy: ")]
+    assert last.startswith("greedy: win_rate=") and " episodic_return=" in last, stdout[-2000:]
+    win_rate = float(last.split()[1].split("=")[1])
     wins = win_rate * episodes  # printed to 4 decimals
     assert 0.0 <= win_rate <= 1.0 and abs(wins - round(wins)) <= 0.5e-4 * episodes, last
     return win_rate

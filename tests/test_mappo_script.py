@@ -164,6 +164,38 @@ def test_checkpoint_save_resume_eval_only(train, tmp_path, capsys, script):
     assert capsys.readouterr().out.splitlines()[-1] == first.splitlines()[-1]
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "mappo_rnn.py"])
+def test_eval_sampled_adds_a_metric_and_changes_no_training_number(train, tmp_path, capsys, script):
+    """--eval-sampled plays as many episodes again with sampled actions (Mava's SMAX metric), after the greedy ones,
+    from a generator of its own: training and the first greedy evaluation log the same numbers as without it. A
+    checkpoint of an older run (5 numbers per evaluation) resumes with the sampled columns empty."""
+    flags = ["--env-id", "3m", *SMALL, *TWO_UPDATES, "--seed", "5", "--save-model"]
+    assert train(script, *flags, "--exp-name", "plain") == 0
+    assert train(script, *flags, "--exp-name", "sampled", "--eval-sampled") == 0
+    plain_run, sampled_run = sorted(run_dirs(tmp_path), key=lambda d: "sampled" in d)
+    plain, sampled = read_scalars(plain_run), read_scalars(sampled_run)
+    for tag in [t for t in plain if t.startswith(("losses/", "charts/", "popart/")) and t != "charts/SPS"]:
+        assert plain[tag] == sampled[tag], tag
+    assert plain["eval/win_rate"][0] == sampled["eval/win_rate"][0]
+    assert "eval/sampled_win_rate" not in plain and [s for s, _ in sampled["eval/sampled_win_rate"]] == [128, 256]
+    assert all(v * 4 == round(v * 4) for _, v in sampled["eval/sampled_win_rate"])  # wins out of 4 episodes
+    summary = json.loads((Path(sampled_run) / "eval_summary.json").read_text())
+    wins = [e["sampled_win_rate"] for e in summary["evals"]]
+    assert summary["median_sampled_win_rate"] == float(np.median(wins)) and "sampled_return" in summary["evals"][0]
+    assert "median_sampled_win_rate" not in json.loads((Path(plain_run) / "eval_summary.json").read_text())
+
+    path = Path(plain_run) / "plain.pt"  # runs/<run name>/<exp name>.pt
+    old = torch.load(path, weights_only=True)
+    torch.save(dict(old, evals=[e[:5] for e in old["evals"]]), path)  # as written before --eval-sampled existed
+    assert train(script, "--resume", path, "--total-timesteps", "384", "--eval-sampled") == 0
+    evals = json.loads((Path(plain_run) / "eval_summary.json").read_text())["evals"]
+    assert ["sampled_win_rate" in e for e in evals] == [False, False, True]
+    capsys.readouterr()
+    assert train(script, "--eval-only", path, "--eval-episodes", "8", "--eval-sampled") == 0
+    out = capsys.readouterr().out
+    assert eval_only_win_rate(out, 8) >= 0 and [line.split()[0] for line in out.splitlines()[-2:]] == ["greedy:", "sampled:"]
+
+
 def test_not_a_checkpoint_is_refused(tmp_path, capsys):
     """One line and exit 2, whatever the file holds."""
     bogus = tmp_path / "bogus.pt"

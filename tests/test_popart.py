@@ -70,6 +70,20 @@ def test_masked_actions_have_zero_probability():
     assert torch.isfinite(dist.log_prob(dist.sample())).all()
 
 
+def test_sampling_from_a_generator_leaves_the_default_one_alone():
+    """--eval-sampled draws from a generator of its own: the same seed, the same actions, and torch's default generator
+    (the one training samples from) is not advanced."""
+    dist = MaskedCategorical(torch.randn(64, 9), torch.rand(64, 9) > 0.3)
+    torch.manual_seed(0)
+    expected = dist.sample()
+    torch.manual_seed(0)
+    first, second = (dist.sample(torch.Generator().manual_seed(5)) for _ in range(2))
+    assert torch.equal(first, second) and torch.equal(dist.sample(), expected)
+    assert dist.avail_actions.gather(-1, first.unsqueeze(-1)).all()
+    counts = torch.bincount(torch.stack([dist.sample(torch.Generator().manual_seed(s))[0] for s in range(2000)]), minlength=9)
+    torch.testing.assert_close(counts / 2000.0, dist.probs[0], atol=0.04, rtol=0)  # it samples pi, not the mode
+
+
 def test_one_available_action_entropy_zero_and_finite():
     logits = torch.randn(4, 7, requires_grad=True)
     avail = torch.zeros(4, 7, dtype=torch.bool)

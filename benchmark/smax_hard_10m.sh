@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# mappo_rnn.py on the hard SMAX maps at 10M env steps, 3 seeds, in two settings, each in its own results folder:
+#   paper:  the MAPPO paper's Table 12 settings (mappo_rnn.py's SMAC_MAP_PRESETS: 10 epochs on 5m_vs_6m and
+#           10m_vs_11m, 5 on 3s5z_vs_3s6z; 8 envs x 400 steps) -> benchmark/results/smax_hard_10m_paper
+#   table2: Async MAPPO's Table 2 batch and sample reuse on its maps (5m_vs_6m, 3s5z_vs_3s6z: 7.5x the batch, i.e.
+#           60 envs x 400 steps, and 10 epochs), trained serially: mappo_async_seed.py --recurrent at
+#           --max-policy-lag 0 logs the same numbers as mappo_rnn.py with the same flags (tests/test_golden.py), so
+#           this is its algorithm without the policy lag -> benchmark/results/smax_hard_10m_table2
+# Every evaluation plays 32 greedy episodes, then 32 with sampled actions (--eval-sampled: Mava's metric).
+# All runs share one queue, seed by seed (every map and setting of seed 1 first), two at a time with one torch thread
+# each. Longer than a session: see KEEP in benchmark/mappo.sh.
+#   bash benchmark/smax_hard_10m.sh        # start, or go on from OUT/runs or from the committed OUT/kept
+#   bash benchmark/smax_hard_10m.sh keep   # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
+#   bash benchmark/smax_hard_10m.sh plan   # the runs still to do, one command line each; runs nothing
+# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
+WORKERS=${WORKERS:-2}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
+
+setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
+  case $1 in
+    paper) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m" EXTRA="--eval-sampled" ;;
+    table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
+    *) echo "unknown setting $1 (paper, table2)" >&2 && exit 2 ;;
+  esac
+  ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
+}
+
+queue() {  # the command line of every run still to do, seed by seed
+  for seed in ${SEEDS:-1 2 3}; do
+    for s in ${SETTINGS:-paper table2}; do setting "$s" plan "$seed"; done
+  done
+}
+
+case ${1:-} in
+  keep) for s in ${SETTINGS:-paper table2}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
+  plan) queue; exit 0 ;;
+  "") ;;
+  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan]" >&2 && exit 2 ;;
+esac
+queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
+for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/summarize.py "benchmark/results/smax_hard_10m_$s"; done
