@@ -159,7 +159,7 @@ def table(rows: list[dict]) -> str:
         "wait / inference / env steps (all clients) | policy lag |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r["env"].startswith("simulated")):  # real envs first, in their order
         base = next(b["sps"] for b in rows if b["env"] == r["env"] and b["script"] == "mappo.py")
         one = [b["sps"] for b in rows if b["env"] == r["env"] and b["clients"] == r["clients"] and b["splits"] == 1]
         layout = f"{r['clients']} x {r['splits']}" if r["script"] != "mappo.py" else "-"

@@ -5,7 +5,8 @@
 #   bash benchmark/hanabi_10m.sh          # start, or go on from OUT/runs or from the committed OUT/kept
 #   bash benchmark/hanabi_10m.sh keep     # before a session ends: stop the runs (Ctrl-C), then this, then commit OUT/kept
 #   bash benchmark/hanabi_10m.sh jaxmarl  # JaxMARL's own IPPO and MAPPO (ippo_ff_hanabi, mappo_ff_hanabi: their
-#                                         # configs at TOTAL_TIMESTEPS 1e7), same seeds, one run at a time
+#                                         # configs, schedules included, stopped at the budget), same seeds, one run at
+#                                         # a time
 # (BASELINES picks some of them, SEEDS the seeds: default 1 2 3)
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py). Each run
 # is one jitted scan and cannot resume: a run cut short or failed leaves only OUT/runs/<name>.json (git-ignored; it is
@@ -22,16 +23,18 @@ if [ "${1:-}" = jaxmarl ]; then
     for seed in ${SEEDS:-1 2 3}; do
       json=$out/${baseline}_seed$seed.json log=$out/${baseline}_seed$seed.log
       if [ -e "$json" ]; then  # done, if at this budget (a smoke run's file is not a 10M run)
-        if "$python" -c "import json, sys; m = json.load(open(sys.argv[1]))['meta']; s = m['steps_per_update']
-sys.exit(m['num_updates'] != int(sys.argv[2]) // s)" "$json" "$TOTAL_TIMESTEPS"; then
+        # its rows reach the budget, on the config's own schedule: stopped there (--stop-at-step), or a constant rate
+        if "$python" -c "import json, sys; r = json.load(open(sys.argv[1])); m, c = r['meta'], r['config']
+budget = int(sys.argv[2]); own = m.get('stop_at_step') == budget or not c['ANNEAL_LR']
+sys.exit(not (own and len(r['rows']) == budget // m['steps_per_update']))" "$json" "$TOTAL_TIMESTEPS"; then
           echo "done already: $json" >&2
         else
-          echo "failed: $json is a run of another budget; move it away" >&2 && failed=1
+          echo "failed: $json is a run of another budget or schedule; move it away" >&2 && failed=1
         fi
         continue
       fi
       if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_baseline.py --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" \
-        --baseline "$baseline" --seed "$seed" --total-timesteps "$TOTAL_TIMESTEPS" --out "$out/runs/${json##*/}" \
+        --baseline "$baseline" --seed "$seed" --stop-at-step "$TOTAL_TIMESTEPS" --out "$out/runs/${json##*/}" \
         >>"$log" 2>&1; then
         mv "$out/runs/${json##*/}" "$json"
       else

@@ -33,7 +33,11 @@ Run (recurrent MAPPO on 3m, stop 5 updates after the train win rate first reache
 
     JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl_baseline.py \
         --baseline mappo_rnn_smax --map 3m --seed 0 --stop-at-win-rate 0.8 --extra-updates 5 --out 3m_s0.json
-    ... benchmark/jaxmarl_baseline.py --baseline ippo_ff_hanabi --total-timesteps 10000000 --seed 1 --out ippo_s1.json
+    ... benchmark/jaxmarl_baseline.py --baseline mappo_ff_hanabi --stop-at-step 10000000 --seed 1 --out mappo_s1.json
+
+A budget below the config's TOTAL_TIMESTEPS: mappo_ff_hanabi anneals its learning rate to 0 over TOTAL_TIMESTEPS (1e10),
+so --total-timesteps 10000000 would be another schedule (its rate at 0 after 76 updates); --stop-at-step keeps the
+config's schedule and stops the run at the budget. (mappo_rnn_smax's TOTAL_TIMESTEPS is 1e7: its own 10M budget.)
 
 Smoke test: --total-timesteps 65536 for mappo_rnn_smax (4 updates of 128 envs x 128 steps), 262144 for the Hanabi
 baselines (2 updates of 1024 envs x 128 steps).
@@ -103,6 +107,13 @@ def parse_args(argv=None):
     p.add_argument("--baseline", choices=sorted(BASELINES), default="mappo_rnn_smax", help="which baseline to run")
     p.add_argument("--map", default="3m", help="SMAX map, the config's MAP_NAME (default 3m; SMAX baselines only)")
     p.add_argument("--total-timesteps", type=int, default=None, help="override TOTAL_TIMESTEPS (default: the config's)")
+    p.add_argument(
+        "--stop-at-step",
+        type=int,
+        default=None,
+        help="exit after the last update that ends at or before this many env steps; TOTAL_TIMESTEPS, and so the\n"
+        "learning-rate schedule, stays the config's (a budget cut short, not a shorter run)",
+    )
     p.add_argument("--seed", type=int, default=None, help="the PRNG seed (default: the one the baseline's main uses)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
@@ -145,6 +156,7 @@ class Recorder:
             num_updates=num_updates,
             steps_per_update=batch_steps,
             stop_at_win_rate=args.stop_at_win_rate,
+            stop_at_step=args.stop_at_step,
             extra_updates=args.extra_updates,
             reached=None,
             start_unix_time=T0,
@@ -182,7 +194,9 @@ class Recorder:
                 threshold=thr, **{k: row[k] for k in ("update", "step", "logged_env_step", "wall_time", "win_rate")}
             )
         self.write(row)
-        if self.reached is not None and row["update"] >= self.reached["update"] + self.args.extra_updates:
+        past_threshold = self.reached is not None and row["update"] >= self.reached["update"] + self.args.extra_updates
+        budget_spent = self.args.stop_at_step is not None and row["step"] + self.batch_steps > self.args.stop_at_step
+        if past_threshold or budget_spent:
             self.finish()
             # The training loop is one jitted lax.scan over all updates: it cannot be interrupted from Python, and
             # this callback runs inside it. Everything is written and flushed, so leave the process right here.
@@ -300,6 +314,8 @@ def main(argv=None):
         config["SEED"] = seed
     batch_steps = int(config["NUM_ENVS"]) * int(config["NUM_STEPS"])
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])  # as make_train does
+    if args.stop_at_step is not None and not batch_steps <= args.stop_at_step <= num_updates * batch_steps:
+        sys.exit(f"error: --stop-at-step {args.stop_at_step} is not within one update ({batch_steps}) and the run's end")
     print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seed {seed}", flush=True)
     print(f"config: {json.dumps(config)}", flush=True)
     rec = Recorder(args, config, seed, num_updates, batch_steps)

@@ -30,16 +30,13 @@ if [ -z "${OMP_NUM_THREADS:-}" ] && [ "$WORKERS" -gt 1 ]; then
 fi
 exp=$(basename "$SCRIPT" .py)
 
-budget() {  # env steps per run: BUDGETS if it names the env, else the acceptance budgets of issue 2 and the paper's
-  # 10M cap on the hard map
+budget() {  # env steps per run: BUDGETS if it names the env, else the budgets of the README's family tables
   for pair in ${BUDGETS:-}; do
     if [ "${pair%%=*}" = "$1" ]; then echo "${pair#*=}"; return; fi
   done
   case $1 in
-    3m) echo 1500000 ;;
-    2s3z) echo 3000000 ;;
-    5m_vs_6m) echo 10000000 ;;
-    simple_spread_v3) echo 1000000 ;;
+    3m | 5m_vs_6m) echo 1500000 ;;
+    2s3z | simple_spread_v3) echo 1000000 ;;
     *) echo 2000000 ;;
   esac
 }

@@ -183,6 +183,9 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         if train:
             row.update(train_scores=train, train_mean=float(np.mean(train)))
             row["train_mean_ci"] = [float(c) for c in bootstrap_mean_ci(train)]
+        sampled_key = "median_sampled_win_rate" if is_smac else "median_sampled_return"  # --eval-sampled
+        if all(s.get(sampled_key) is not None for s in summaries):
+            row["sampled_scores"] = [s[sampled_key] * (100 if is_smac else 1) for s in summaries]
         row["wall_time"] = [s["wall_time"] for s in summaries]  # seconds from the start to the last evaluation
         if is_smac:
             row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]

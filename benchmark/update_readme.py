@@ -50,81 +50,84 @@ def curves(folder: str) -> str:
 
 
 def results(family: str) -> str:
-    """One table per script: our runs (benchmark/results/FAMILY/summary.json, written by summarize.py) beside the
-    same-environment anchors of benchmark/results/anchors.json, each with its budget and metric; StarCraft II numbers
-    in their own column."""
-    rows, anchors = [r for r in load(f"{family}/summary.json") if "env_id" in r], load("anchors.json")
-    ours_jaxmarl = jaxmarl_greedy_medians()
-    head = [
-        "| env | env steps | seeds | ours: median over seeds (min to max) | same env, SMAX: value (budget, metric) "
-        "| MAPPO paper, StarCraft II (10M) |",
-        "|---|---|---|---|---|---|",
-    ]
-    out = []
+    """One table per script: our runs (benchmark/results/FAMILY/summary.json, written by summarize.py), each seed's
+    median of its last 10 greedy evaluations. No anchor stands beside them: the published SMAX numbers are at 10M env
+    steps (the 10M tables), the MAPPO paper's are StarCraft II (sc2_reference)."""
+    rows = [r for r in load(f"{family}/summary.json") if "env_id" in r]
+    out = ["| env | env steps | seeds | metric | ours, greedy evaluation: per seed | median |", "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["env_id"].startswith("simple_"), r["env_id"])):
-        env, scores = r["env_id"], r["scores"]
-        unit = " %" if r["metric"].startswith("win") else ""
-        spread = f" ({pct(min(scores))} to {pct(max(scores))})" if len(scores) > 1 else ""
-        same = [f"{a['name']} ~{a['value']} % ({a['budget']}, {a['metric']})" for a in anchors["smax"].get(env, [])]
-        if env == "3m" and ours_jaxmarl:
-            spread_j = f"({pct(min(ours_jaxmarl))} to {pct(max(ours_jaxmarl))})"
-            same.append(f"JaxMARL MAPPO run here: {pct(np.median(ours_jaxmarl))} % {spread_j} (≤1.2M, greedy)")
-        paper = anchors["sc2_paper"].get(family if family == "ippo" else "mappo", {}).get(env, "-")
+        win = r["metric"].startswith("win")
+        metric = "win rate %" if win else r["metric"]
+        values = ", ".join(f"{x:.0f}" if win else f"{x:.1f}" for x in r["scores"])
+        median = f"{r['median']:.0f}" if win else f"{r['median']:.1f}"
         steps = f"{min(r['env_steps']) / 1e6:.2g}M"
-        out.append(
-            f"| {env} | {steps} | {len(scores)} | {pct(r['median'])}{unit}{spread} | {'; '.join(same) or '-'} | {paper} |"
-        )
-    return "\n".join(head + out) + curves(family)
+        out.append(f"| {r['env_id']} | {steps} | {len(r['scores'])} | {metric} | {values} | {median} |")
+    return "\n".join(out) + curves(family)
 
 
-def smax_10m() -> str:
-    """mappo.py at the anchors' budget (benchmark/mappo_10m.sh -> benchmark/results/mappo_10m/summary.json): each
-    anchor of benchmark/results/anchors.json beside ours on its own metric, JaxMARL's training win rate beside our
-    training episodes' win rate and Mava's evaluation win rate beside our greedy evaluation; mean over seeds with its
-    95% bootstrap interval, each seed's median of its last 10 evaluations, and the IQM over every run of the maps."""
-    if not os.path.exists(os.path.join(RESULTS, "mappo_10m/summary.json")):
-        return "(not finished yet: `bash benchmark/mappo_10m.sh`)"
-    table, anchors = load("mappo_10m/summary.json"), load("anchors.json")
+def sc2_reference() -> str:
+    """The MAPPO paper's StarCraft II numbers (Table 1; benchmark/results/anchors.json), on their own: another
+    simulator against another opponent, a target of shape only."""
+    paper = load("anchors.json")["sc2_paper"]
+    out = ["| map | MAPPO | IPPO |", "|---|---|---|"]
+    for env in sorted(paper["mappo"], key=lambda m: (paper["mappo"][m], m), reverse=True):
+        out.append(f"| {env} | {paper['mappo'][env]:.1f} | {paper['ippo'].get(env, '-')} |")
+    return "\n".join(out)
 
-    def ours(mean, ci, per_seed) -> str:
-        return f"{pct(mean)} [{pct(ci[0])}, {pct(ci[1])}] ({', '.join(pct(x) for x in per_seed)})"
 
-    def anchor(env: str, name: str) -> str:
-        found = [f"~{a['value']} ({a['budget']}, {a['metric']})" for a in anchors["smax"].get(env, []) if a["name"] == name]
-        return "; ".join(found) or "-"
+# Results folder of a 10M SMAX family -> (script, setting, where it ran). Ours and JaxMARL's runs here step the SMAX of
+# the pinned jaxmarl release (requirements.txt); Mava's published runs an earlier SMAX (REFERENCE.md, "SMAX versions").
+SMAX_VERSION = "jaxmarl 0.2.0"
+SMAX_SETTINGS = {
+    "mappo_10m": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
+    "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
+    "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
+}
 
+
+def percents(values) -> str:
+    """Win rates (%) of the seeds, as integers: each is a median of 32-episode evaluations (3 % steps)."""
+    return ", ".join(f"{x:.0f}" for x in values) if values else "-"
+
+
+def smax_10m(*folders: str) -> str:
+    """SMAX at 10M env steps, one row per map and implementation: each setting of ours (benchmark/results/FOLDER/
+    summary.json), then Mava's published number. Every number sits in the column of its metric: greedy evaluation,
+    sampled evaluation, or the training episodes (sampled actions); each of ours is per seed, the median of its last
+    10 evaluations (or of the training episodes of the same 10 rollouts)."""
+    done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
+    if not done:
+        return f"(not finished yet: `bash benchmark/{'mappo_10m' if folders == ('mappo_10m',) else 'smax_hard_10m'}.sh`)"
+    anchors, ours = load("anchors.json"), {}
+    for folder in done:
+        for r in load(f"{folder}/summary.json"):
+            if r.get("metric", "").startswith("win"):
+                ours.setdefault(r["env_id"], []).append((folder, r))
     out = [
-        "| map | env steps | seeds | ours, greedy evaluation: mean [95% CI] (per seed) | Mava rec-MAPPO "
-        "| ours, training episodes: mean [95% CI] (per seed) | JaxMARL MAPPO | MAPPO paper, StarCraft II (10M) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| map | implementation, setting | SMAX | seeds | env steps | greedy eval % | sampled eval % "
+        "| training episodes % | wall time per run (machine) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    rows = sorted((r for r in table if r.get("metric", "").startswith("win")), key=lambda r: r["env_id"])
-    for r in rows:
-        env = r["env_id"]
-        train = ours(r["train_mean"], r["train_mean_ci"], r["train_scores"]) if "train_scores" in r else "-"
-        out.append(
-            f"| {env} | {min(r['env_steps']) / 1e6:.3g}M | {len(r['scores'])} | {ours(r['mean'], r['mean_ci'], r['scores'])} "
-            f"| {anchor(env, 'Mava rec-MAPPO')} | {train} | {anchor(env, 'JaxMARL MAPPO')} "
-            f"| {anchors['sc2_paper']['mappo'].get(env, '-')} |"
-        )
-    for iqm in (r for r in table if "iqm" in r):  # summarize.py's, per script
-        runs = sum(len(r["scores"]) for r in rows if r["script"] == iqm["script"])
-        out.append(
-            f"\n{iqm['script']}.py: IQM of the greedy win rates over its {runs} runs: {pct(100 * iqm['iqm'])} % (95% "
-            f"stratified-bootstrap interval {pct(100 * iqm['iqm_ci'][0])} to {pct(100 * iqm['iqm_ci'][1])})."
-        )
-    return "\n".join(out) + curves("mappo_10m")
+    for env in sorted(ours):
+        for folder, r in ours[env]:
+            script, setting, machine = SMAX_SETTINGS[folder]
+            hours = f"{np.median(r['wall_time']) / 3600:.1f} h ({machine})"
+            out.append(
+                f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
+                f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
+                f"| {hours} |"
+            )
+        for a in anchors["smax"].get(env, []):
+            if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
+                who, steps, value = f"{a['name']}, tuned per map (published plot)", a["budget"], f"~{a['value']}"
+                out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
+    return "\n".join(out) + "".join(curves(f) for f in done)
 
 
 def jaxmarl_pairs() -> list[dict]:
     """The seed pairs of benchmark/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
     this machine), one summary.json per folder benchmark/results/jaxmarl_compare*."""
     return [load(f"{d}/summary.json") for d in sorted(os.listdir(RESULTS)) if d.startswith("jaxmarl_compare")]
-
-
-def jaxmarl_greedy_medians() -> list[float]:
-    """Per JaxMARL run: the median of the greedy win rates (%) of the actors of its last 10 updates."""
-    return [100 * float(np.median([row[2] for row in pair["jaxmarl"]["eval"][-10:]])) for pair in jaxmarl_pairs()]
 
 
 def jaxmarl() -> str:
@@ -248,6 +251,7 @@ def async_throughput() -> str:
 
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
+GENERATORS["sc2_reference"] = sc2_reference
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

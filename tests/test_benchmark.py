@@ -212,6 +212,11 @@ def test_async_throughput_table():
     assert "| 3m | mappo.py | - | 8 | 100 | 1.00 | - |" in lines[2]
     assert "| 2 x 1 | 8 | 150 | 1.50 | 1.00 |" in lines[3] and "| 2 x 2 | 8 | 195 | 1.95 | 1.30 |" in lines[4]
     assert lines[4].endswith("| 0.50 / 0.10 / - / 1.00 | - |")
+    simulated = [dict(r, env="simulated: 2 ms sleep per env step, 3m's shapes") for r in rows]
+    lines = async_throughput.table(simulated + rows).splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| 3m"] * 3 + [
+        "| simulated: 2 ms sleep per env step, 3m's shapes"
+    ] * 3
 
 
 def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
@@ -275,33 +280,62 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"
 
 
-def test_10m_table_puts_each_anchor_beside_ours_on_its_metric(results, tmp_path_factory, monkeypatch):
-    """update_readme's 10M table (benchmark/mappo_10m.sh): Mava's evaluation win rate beside our greedy evaluation,
-    JaxMARL's training win rate beside our training episodes, each as mean [95% CI] (per seed); then the IQM"""
+def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_path_factory, monkeypatch):
+    """update_readme's SMAX 10M tables: a row per map and implementation; ours per seed, as whole percents (medians of
+    32-episode evaluations), in the greedy, sampled and training columns (sampled only where the runs had
+    --eval-sampled); Mava's published number in the sampled-evaluation column; no interval and no IQM over 3 seeds;
+    a second setting's folder adds its own rows."""
     import update_readme
 
     out = tmp_path_factory.mktemp("results")
     shutil.copy(ROOT / "benchmark/results/anchors.json", out)
     monkeypatch.setattr(update_readme, "RESULTS", str(out))
-    assert update_readme.smax_10m().startswith("(not finished yet")
+    assert update_readme.smax_10m("mappo_10m").startswith("(not finished yet: `bash benchmark/mappo_10m.sh`)")
     (out / "mappo_10m").mkdir()
     shutil.copy(results / "summary.json", out / "mappo_10m")
-    rows = {line.split(" | ")[0]: line.split(" | ") for line in update_readme.smax_10m().splitlines()}
-    [r] = [r for r in json.loads((results / "summary.json").read_text()) if r.get("env_id") == "2s3z"]
-    greedy_ci, train_ci = (f"[{r[k][0]:.1f}, {r[k][1]:.1f}]" for k in ("mean_ci", "train_mean_ci"))
-    assert rows["| 2s3z"][1:3] == ["0.0384M", "3"]
-    assert rows["| 2s3z"][3:7] == [
-        f"90.0 {greedy_ci} (80.0, 90.0, 100.0)",
-        "~95 (10M, eval)",
-        f"50.0 {train_ci} (50.0, 60.0, 40.0)",
-        "~100 (10M, train)",
+    table = update_readme.smax_10m("mappo_10m")
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
+    assert rows[0][1:8] == ["mappo.py, paper (Table 12)", "jaxmarl 0.2.0", "3", "0.0384M", "80, 90, 100", "-", "50, 60, 40"]
+    assert rows[0][8].startswith("0.0 h (2-core CPU")  # 120 s each
+    mava = ["Mava rec-MAPPO, tuned per map (published plot)", "earlier", "10", "10M", "-", "~95", "-", "- |"]
+    assert len(rows) == 2 and rows[1][1:] == mava
+    [row_3m] = [line.split(" | ") for line in table.splitlines() if line.startswith("| 3m |")]  # no anchor for 3m
+    assert row_3m[5:8] == ["20, 50, 60", "-", "-"]  # and no training score logged
+    assert "[" not in table.split("![")[0] and "IQM" not in table  # the plot's link aside
+    assert "| simple_spread_v3" not in table and "| hanabi" not in table  # win rates only
+
+    summary = json.loads((results / "summary.json").read_text())
+    for r in summary:
+        r.update(sampled_scores=[70.0, 75.0, 81.25]) if r.get("env_id") == "2s3z" else None
+    (out / "smax_hard_10m_table2").mkdir()
+    (out / "smax_hard_10m_table2/summary.json").write_text(json.dumps(summary))
+    both = update_readme.smax_10m("mappo_10m", "smax_hard_10m_table2")
+    rows = [line.split(" | ") for line in both.splitlines() if line.startswith("| 2s3z |")]
+    assert [r[1] for r in rows] == ["mappo.py, paper (Table 12)", "mappo_rnn.py, Async MAPPO Table 2: 60 envs, 10 epochs"] + [
+        mava[0]
     ]
-    assert rows["| 3m"][5] == "-" and rows["| 3m"][7] == "100.0 |"  # no training score logged
-    assert rows["| 3m"][4] == rows["| 3m"][6] == "-"  # and no SMAX anchor for 3m
-    assert "| simple_spread_v3" not in rows and "| hanabi" not in rows  # win rates only
-    iqm = [line for line in update_readme.smax_10m().splitlines() if "IQM" in line]
-    assert iqm == [line for line in iqm if line.startswith("mappo.py: IQM of the greedy win rates over its 6 runs: ")]
-    assert len(iqm) == 1
+    assert rows[1][5:7] == ["80, 90, 100", "70, 75, 81"]
+
+
+def test_the_10m_summary_recomputes_from_the_committed_histories(tmp_path):
+    """benchmark/results/mappo_10m/kept/ holds each run's evaluation history (its eval_summary.json, gzipped):
+    summarize.py on a copy gives the committed summary.json, from which update_readme writes the README's table."""
+    shutil.copytree(ROOT / "benchmark/results/mappo_10m/kept", tmp_path / "kept")
+    summarize.main(str(tmp_path))
+    recomputed = json.loads((tmp_path / "summary.json").read_text())
+    assert recomputed == json.loads((ROOT / "benchmark/results/mappo_10m/summary.json").read_text())
+    assert sum(len(r["scores"]) for r in recomputed if "env_id" in r) == 9
+
+
+def test_sampled_scores_where_every_run_has_them(tmp_path):
+    for seed, sampled in ((1, 0.5), (2, 0.25)):
+        write_run(tmp_path, "3m", seed, [0.75] * 10)
+        path = tmp_path / "runs" / f"3m__mappo__{seed}__0" / "eval_summary.json"
+        path.write_text(json.dumps(dict(json.loads(path.read_text()), median_sampled_win_rate=sampled)))
+    write_run(tmp_path, "2s3z", 1, [0.75] * 10)  # without --eval-sampled
+    summarize.main(str(tmp_path))
+    rows = {r["env_id"]: r for r in json.loads((tmp_path / "summary.json").read_text()) if "env_id" in r}
+    assert rows["3m"]["sampled_scores"] == [50.0, 25.0] and "sampled_scores" not in rows["2s3z"]
 
 
 FAKE_JAXMARL = """import json, os, subprocess, sys
@@ -310,16 +344,18 @@ if sys.argv[1] == "-c":  # the script's own check of a finished run's budget
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))  # after the runner's path: --flag value pairs
 if args["--seed"] == os.environ.get("FAIL_SEED"):
     sys.exit("error: only 1 of 2 updates were logged")
-meta = dict(seed=int(args["--seed"]), num_updates=int(args["--total-timesteps"]) // 100, steps_per_update=100)
+budget = int(args["--stop-at-step"])
+meta = dict(seed=int(args["--seed"]), num_updates=10**8, steps_per_update=100, stop_at_step=budget)
 with open(args["--out"], "w") as f:
-    json.dump(dict(meta=meta, rows=[]), f)
+    json.dump(dict(config=dict(ANNEAL_LR=True), meta=meta, rows=[{{}}] * (budget // 100)), f)
 """
 
 
 def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_path):
     """`bash benchmark/hanabi_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: a failed run leaves no
     result and the next still runs (exit 1); run again, finished runs are skipped and the failed one goes; a finished
-    run of another budget is neither skipped as done nor overwritten"""
+    run of another budget, or of a budget set by TOTAL_TIMESTEPS (another learning-rate schedule), is neither skipped
+    as done nor overwritten"""
     fake = tmp_path / "python"
     fake.write_text(f"#!{sys.executable}\n" + FAKE_JAXMARL.format(real=sys.executable))
     fake.chmod(0o755)
@@ -343,3 +379,8 @@ def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_
     third = run(steps="2000")
     assert third.returncode == 1 and "another budget" in third.stderr, third.stderr
     assert (out / "ippo_ff_hanabi_seed1.json").read_text() == before
+    annealed = json.loads(before)
+    annealed["meta"]["stop_at_step"] = None  # run with TOTAL_TIMESTEPS at the budget: its rate falls to 0 there
+    (out / "ippo_ff_hanabi_seed1.json").write_text(json.dumps(annealed))
+    fourth = run()
+    assert fourth.returncode == 1 and "another budget or schedule" in fourth.stderr, fourth.stderr

@@ -121,6 +121,28 @@ def test_rows_of_the_smax_baseline_stop_at_the_threshold(tmp_path, monkeypatch):
     assert [r["win_rate"] for r in data["rows"]][1:] == [0.85, 0.6]
 
 
+def test_stop_at_step_ends_at_the_last_update_within_the_budget(tmp_path, monkeypatch):
+    """--stop-at-step 350 with 100-step updates: three rows (300 env steps), then the process leaves; the config's
+    TOTAL_TIMESTEPS (its schedule) is left alone and the stop is in the meta."""
+    runner = load_runner()
+    out = tmp_path / "mappo_seed1.json"
+    argv = ["--jaxmarl-dir", str(tmp_path), "--baseline", "mappo_ff_hanabi", "--out", str(out), "--stop-at-step", "350"]
+    config = {"TOTAL_TIMESTEPS": 1e10}
+    rec = runner.Recorder(runner.parse_args(argv), config, seed=1, num_updates=10**8, batch_steps=100)
+
+    def leave(code):
+        raise SystemExit(f"left with {code}")
+
+    monkeypatch.setattr(runner.os, "_exit", leave)
+    rec.log({"returns": 1.0, "env_step": 0})
+    rec.log({"returns": 1.0, "env_step": 100})
+    with pytest.raises(SystemExit, match="left with 0"):
+        rec.log({"returns": 1.0, "env_step": 200})
+    data = json.loads(out.read_text())
+    assert [r["step"] for r in data["rows"]] == [100, 200, 300] and data["meta"]["stop_at_step"] == 350
+    assert data["config"]["TOTAL_TIMESTEPS"] == 1e10
+
+
 @pytest.mark.parametrize("flag", [["--snapshot-dir", "snaps"], ["--stop-at-win-rate", "0.8"]])
 def test_hanabi_baselines_refuse_the_smax_only_flags(tmp_path, flag, capsys):
     with pytest.raises(SystemExit) as exit_info:
