@@ -30,12 +30,13 @@ def parse_args(argv=None):
     p.add_argument("--episodes", type=int, default=32, help="greedy episodes per snapshot (mappo_rnn.py: 32)")
     p.add_argument("--seed", type=int, default=0, help="seed of the eval envs, folded with the update index")
     p.add_argument("--every", type=int, default=1, help="evaluate every k-th snapshot")
+    p.add_argument("--last", type=int, default=0, help="and each of the last N (the paper's score: their median)")
     p.add_argument("--sample", action="store_true", help="sample actions instead (a check against the train win rate)")
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
-    if args.episodes < 1 or args.every < 1:
-        p.error("--episodes and --every must be positive")
+    if args.episodes < 1 or args.every < 1 or args.last < 0:
+        p.error("--episodes and --every must be positive, --last at least 0")
     return args
 
 
@@ -93,7 +94,8 @@ def main(argv=None):
     with open(args.run_json) as f:
         config = json.load(f)["config"]
     with open(os.path.join(args.snapshot_dir, "index.json")) as f:
-        index = json.load(f)[:: args.every]
+        snapshots = json.load(f)
+    index = [s for i, s in enumerate(snapshots) if i % args.every == 0 or i >= len(snapshots) - args.last]
     evaluate = make_evaluate(baseline, config, args.episodes, args.sample)
     rows = []
     for snap in index:

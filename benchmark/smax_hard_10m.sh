@@ -12,12 +12,49 @@
 #   bash benchmark/smax_hard_10m.sh        # start, or go on from OUT/runs or from the committed OUT/kept
 #   bash benchmark/smax_hard_10m.sh keep   # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
 #   bash benchmark/smax_hard_10m.sh plan   # the runs still to do, one command line each; runs nothing
+#   bash benchmark/smax_hard_10m.sh jaxmarl  # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config: TOTAL_TIMESTEPS
+#                                            # 1e7 is its 10M budget and schedule), same maps and seeds, one at a time
+# jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py); MAPS picks
+# maps. Each run saves its actor after every update, then benchmark/jaxmarl_greedy_eval.py plays 32 greedy and 32
+# sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run is one jitted
+# scan and cannot resume: one cut short starts again (about an hour each here). Finished runs go to
+# benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
+# (commit them) and are skipped; logs: <name>.log there, appended to.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
+
+jaxmarl() {
+  local out=benchmark/results/smax_hard_10m_jaxmarl python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
+  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
+  mkdir -p "$out/runs"
+  for seed in ${SEEDS:-1 2 3}; do
+    for map in ${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m}; do
+      name=mappo_rnn_smax_${map}_seed$seed log=$out/mappo_rnn_smax_${map}_seed$seed.log
+      if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
+        rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
+        if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
+          --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
+          gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
+        else
+          echo "failed: $name, see $log" >&2 && failed=1 && continue
+        fi
+      fi
+      for mode in greedy sampled; do  # then evaluate its snapshots, where not done yet
+        [ ! -e "$out/${name}_$mode.json" ] || continue
+        gunzip -c "$out/$name.json.gz" >"$out/runs/$name.json"
+        JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$out/runs/$name" \
+          --run-json "$out/runs/$name.json" --every 10 --last 10 $([ "$mode" = greedy ] || echo --sample) \
+          --out "$out/${name}_$mode.json" >>"$log" 2>&1 || { echo "failed: $mode evaluation of $name, see $log" >&2; failed=1; }
+      done
+      echo "done: $name" >&2
+    done
+  done
+  return $failed
+}
 
 setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
   case $1 in
@@ -37,8 +74,9 @@ queue() {  # the command line of every run still to do, seed by seed
 case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
+  jaxmarl) jaxmarl; exit $? ;;
   "") ;;
-  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan]" >&2 && exit 2 ;;
+  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/summarize.py "benchmark/results/smax_hard_10m_$s"; done

@@ -82,7 +82,31 @@ SMAX_SETTINGS = {
     "mappo_10m": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
+    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run here", "2-core CPU"),
 }
+
+
+def jaxmarl_smax(folder: str) -> list[dict]:
+    """JaxMARL's runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh jaxmarl`) as summarize.py's rows: per
+    map, each seed's median over its last 10 updates of the greedy and of the sampled evaluation of their actors
+    (benchmark/jaxmarl_greedy_eval.py) and of its logged training win rate; the env steps and wall time of its end."""
+    import gzip
+
+    runs = {}
+    for name in sorted(os.listdir(os.path.join(RESULTS, folder))):
+        if name.startswith("mappo_rnn_smax_") and name.endswith(".json.gz"):
+            with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
+                run = json.load(f)
+            evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
+            runs.setdefault(run["config"]["MAP_NAME"], []).append((run["rows"], *evals))  # training, greedy, sampled
+    rows = []
+    for env, seeds in runs.items():
+        last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
+        train, greedy, sampled = (list(x) for x in zip(*last10))
+        end = [training[-1] for training, _, _ in seeds]
+        row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
+        rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
+    return rows
 
 
 def percents(values) -> str:
@@ -96,11 +120,13 @@ def smax_10m(*folders: str) -> str:
     sampled evaluation, or the training episodes (sampled actions); each of ours is per seed, the median of its last
     10 evaluations (or of the training episodes of the same 10 rollouts)."""
     done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
+    jaxmarl = [f for f in folders if f.endswith("_jaxmarl") and os.path.isdir(os.path.join(RESULTS, f))]
+    done += [f for f in jaxmarl if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
     if not done:
         return f"(not finished yet: `bash benchmark/{'mappo_10m' if folders == ('mappo_10m',) else 'smax_hard_10m'}.sh`)"
     anchors, ours = load("anchors.json"), {}
     for folder in done:
-        for r in load(f"{folder}/summary.json"):
+        for r in jaxmarl_smax(folder) if folder.endswith("_jaxmarl") else load(f"{folder}/summary.json"):
             if r.get("metric", "").startswith("win"):
                 ours.setdefault(r["env_id"], []).append((folder, r))
     out = [
@@ -121,7 +147,7 @@ def smax_10m(*folders: str) -> str:
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
                 who, steps, value = f"{a['name']}, tuned per map (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
-    return "\n".join(out) + "".join(curves(f) for f in done)
+    return "\n".join(out) + "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
 
 
 def jaxmarl_pairs() -> list[dict]:

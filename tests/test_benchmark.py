@@ -2,6 +2,7 @@
 benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/async_throughput.py's table
 and simulated env."""
 
+import gzip
 import json
 import os
 import shutil
@@ -316,6 +317,25 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     ]
     assert rows[1][5:7] == ["80, 90, 100", "70, 75, 81"]
 
+    # JaxMARL's runs here: each seed's median of its last 10 updates, on all three metrics
+    jaxmarl = out / "smax_hard_10m_jaxmarl"
+    jaxmarl.mkdir()
+    for seed, wins in ((1, [0.0] * 5 + [0.5] * 10), (2, [0.0] * 5 + [0.25] * 10)):
+        name = f"mappo_rnn_smax_2s3z_seed{seed}"
+        rows_ = [dict(step=100 * (i + 1), wall_time=10.0 * (i + 1), win_rate=w) for i, w in enumerate(wins)]
+        with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:
+            json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_), f)
+        for mode, scale in (("greedy", 2), ("sampled", 1)):
+            evals = [dict(r, win_rate=min(1.0, scale * r["win_rate"])) for r in rows_]
+            (jaxmarl / f"{name}_{mode}.json").write_text(json.dumps(dict(rows=evals)))
+    (jaxmarl / "a_cut_run.log").write_text("")
+    rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
+    assert rows[0][1:8] == ["JaxMARL mappo_rnn_smax, its own config, run here", "jaxmarl 0.2.0", "2", "0.0015M"] + [
+        "100, 50",
+        "50, 25",
+        "50, 25",
+    ]
+
 
 def test_the_10m_summary_recomputes_from_the_committed_histories(tmp_path):
     """benchmark/results/mappo_10m/kept/ holds each run's evaluation history (its eval_summary.json, gzipped):
@@ -384,3 +404,54 @@ def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_
     (out / "ippo_ff_hanabi_seed1.json").write_text(json.dumps(annealed))
     fourth = run()
     assert fourth.returncode == 1 and "another budget or schedule" in fourth.stderr, fourth.stderr
+
+
+FAKE_JAXMARL_SMAX = """import json, os, sys
+words = [w for w in sys.argv[2:] if w != "--sample"]  # the one flag without a value
+script, args = os.path.basename(sys.argv[1]), dict(zip(words[::2], words[1::2]))
+with open(os.environ["CALLS"], "a") as f:
+    f.write(script + "\\n")
+if script == "jaxmarl_baseline.py":
+    if args["--map"] == os.environ.get("FAIL_MAP"):
+        sys.exit("error: only 1 of 610 updates were logged")
+    os.makedirs(args["--snapshot-dir"])
+    with open(args["--out"], "w") as f:
+        json.dump(dict(config=dict(MAP_NAME=args["--map"]), meta=dict(seed=int(args["--seed"])), rows=[]), f)
+else:  # jaxmarl_greedy_eval.py: the snapshots and the run's rows must be there
+    assert os.path.isdir(args["--snapshot-dir"]) and json.load(open(args["--run-json"]))["config"]["MAP_NAME"]
+    with open(args["--out"], "w") as f:
+        json.dump(dict(sample="--sample" in sys.argv, rows=[]), f)
+"""
+
+
+def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path):
+    """`bash benchmark/smax_hard_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: each run trains, then
+    its snapshots are evaluated greedy and sampled; a failed run leaves nothing and the next still runs (exit 1); run
+    again, only what is missing runs. The results folder is the repo's, so the stand-in writes into a copy."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{sys.executable}\n" + FAKE_JAXMARL_SMAX)
+    fake.chmod(0o755)
+    calls = tmp_path / "calls"
+
+    def run(fail_map=""):
+        calls.write_text("")
+        env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, SEEDS="1")
+        env["MAPS"] = "5m_vs_6m 10m_vs_11m"
+        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "jaxmarl"]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+    out = repo / "benchmark/results/smax_hard_10m_jaxmarl"
+    first = run(fail_map="5m_vs_6m")
+    assert first.returncode == 1 and "failed: mappo_rnn_smax_5m_vs_6m_seed1" in first.stderr, first.stderr
+    done = ["mappo_rnn_smax_10m_vs_11m_seed1" + end for end in (".json.gz", "_greedy.json", "_sampled.json")]
+    assert sorted(p.name for p in out.iterdir() if not p.name.endswith((".log", "runs"))) == sorted(done)
+    assert calls.read_text().split() == ["jaxmarl_baseline.py"] * 2 + ["jaxmarl_greedy_eval.py"] * 2
+    assert json.loads((out / done[2]).read_text())["sample"] and not json.loads((out / done[1]).read_text())["sample"]
+    (out / done[2]).unlink()  # an evaluation that did not finish
+    second = run()
+    assert second.returncode == 0, second.stderr
+    assert calls.read_text().split() == ["jaxmarl_baseline.py"] + ["jaxmarl_greedy_eval.py"] * 3
+    third = run()
+    assert third.returncode == 0 and calls.read_text() == ""
