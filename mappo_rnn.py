@@ -112,7 +112,9 @@ class Args:
 
 
 # ========================================= ENV ADAPTERS ===========================================
-# Each backend steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
+# A backend (section ENV BACKENDS) is a class made as Backend(env_id, num_envs, seed, num_workers), with num_envs,
+# num_agents, obs_dim, state_dim, num_actions and has_wins (whether its episodes are won or lost: SMAC win rates).
+# It steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
 # avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
 # this step observed before any reset (after a truncation, GAE bootstraps from its value).
@@ -121,8 +123,9 @@ class FrameStack:
     The env state is not stacked."""
 
     def __init__(self, envs, k: int):
-        self.envs, self.k, self.obs_dim, self.state_dim, self.is_smac = envs, k, k * envs.obs_dim, envs.state_dim, envs.is_smac
-        self.num_envs, self.num_agents, self.num_actions = envs.num_envs, envs.num_agents, envs.num_actions
+        self.envs, self.k, self.obs_dim = envs, k, k * envs.obs_dim
+        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins"):  # the wrapped env's
+            setattr(self, name, getattr(envs, name))
 
     def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
         return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)
@@ -142,18 +145,6 @@ class FrameStack:
 
     def close(self):
         self.envs.close()
-
-
-def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
-    if env_id in MPE_ENVS:
-        envs = MPEVecEnv(env_id, num_envs, seed)
-    elif env_id in HANABI_PLAYERS:
-        envs = HanabiVecEnv(env_id, num_envs, seed)
-    elif env_id.startswith("smaclite/"):
-        envs = SMACliteVecEnv(env_id[len("smaclite/") :], num_envs, seed, num_workers)
-    else:
-        envs = SMAXVecEnv(env_id, num_envs, seed)
-    return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
 # ===================================== ALGO LOGIC: networks =======================================
@@ -569,15 +560,25 @@ class JaxVecEnv:
 class SMAXVecEnv(JaxVecEnv):
     """JaxMARL's SMAX against its heuristic enemy."""
 
-    is_smac = True
+    has_wins = True
 
-    def __init__(self, map_name: str, num_envs: int, seed: int):
+    @staticmethod
+    def ids() -> list[str]:
+        with quiet():
+            from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+        return sorted(MAP_NAME_TO_SCENARIO)
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return SMAC_MAP_PRESETS.get(env_id, {})
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import jax
         import jax.numpy as jnp
 
         with quiet():
             from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
-        scenario = map_name_to_scenario(map_name)  # and the env kwargs of JaxMARL's SMAX baselines:
+        scenario = map_name_to_scenario(env_id)  # and the env kwargs of JaxMARL's SMAX baselines:
         env = HeuristicEnemySMAX(scenario=scenario, see_enemy_actions=True, walls_cause_death=True, attack_mode="closest")
         A = env.num_allies
         self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
@@ -609,7 +610,7 @@ class SMAXVecEnv(JaxVecEnv):
             out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
             return st, dict(out, final_alive=final["alive"])
 
-        self._reset, self._step = self.batched(map_name, reset_one, num_envs), self.batched(map_name, step_one, num_envs)
+        self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self._key = jax.random.PRNGKey(seed)
 
 
@@ -620,9 +621,17 @@ class HanabiVecEnv(JaxVecEnv):
     MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
     the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    is_smac = False
+    has_wins = False
 
-    def __init__(self, env_id: str, num_envs: int, seed: int):
+    @staticmethod
+    def ids() -> list[str]:
+        return list(HANABI_PLAYERS)
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import jax
         import jax.numpy as jnp
 
@@ -666,9 +675,17 @@ class MPEVecEnv:
     """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
     largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
 
-    is_smac = False
+    has_wins = False
 
-    def __init__(self, env_id: str, num_envs: int, seed: int):
+    @staticmethod
+    def ids() -> list[str]:
+        return list(MPE_TASK_PRESETS)
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         module = importlib.import_module(f"mpe2.{env_id}")
         self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
         env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
@@ -744,12 +761,25 @@ def smaclite_worker(pipe, map_name: str, seeds: list[int]):
 class SMACliteVecEnv:
     """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
 
-    is_smac = True
+    has_wins = True
 
-    def __init__(self, map_name: str, num_envs: int, seed: int, num_workers: int = 0):
+    @staticmethod
+    def ids() -> list[str]:  # none where SMAClite is not installed
+        try:
+            import gymnasium as gym
+            import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+        except ImportError:
+            return []
+        return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return {**SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {}), "eval_interval": 5}
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import gymnasium as gym
 
-        smaclite_maps()  # exits with the install line when SMAClite is missing
+        map_name = env_id.removeprefix("smaclite/")
         with quiet():
             u = gym.make(f"smaclite/{map_name}-v0").unwrapped
         self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
@@ -784,8 +814,24 @@ class SMACliteVecEnv:
             proc.kill()
 
 
+ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, SMAXVecEnv, SMACliteVecEnv)  # the registry: a new backend is a class and its entry
+
+
+def env_backend(env_id: str):
+    """The backend of env_id; exits 2 with every valid id when there is none."""
+    backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)
+    check(backend or not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
+    valid = "".join(f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS)
+    check(backend is not None, f"unknown --env-id {env_id!r}. Valid ids:{valid}")
+    return backend
+
+
+def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
+    envs = env_backend(env_id)(env_id, num_envs, seed, num_workers)
+    return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
+
+
 # =========================================== PLUMBING =============================================
-MPE_ENVS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4")
 # The paper's settings per env: Args' defaults are its SMAC settings; MPE (Tables 5, 11) and some maps differ
 MPE_PRESET = dict(num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
 SMAC_MAP_PRESETS = {  # MAPPO Table 12: per-map epochs, mini-batches and head gain (others: 15, 1, 0.01)
@@ -832,34 +878,6 @@ def quiet():
             os.close(saved_fd)
 
 
-def smaclite_maps() -> list[str]:
-    try:
-        import gymnasium as gym
-        import smaclite  # noqa: F401
-    except ImportError:
-        check(False, SMACLITE_INSTALL)
-    return sorted(k[len("smaclite/") : -len("-v0")] for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
-
-
-def env_presets(env_id: str, paper_preset: bool = False) -> dict:
-    """The paper's settings for env_id (Hanabi: ours unless paper_preset); exits 2 with the valid ids when env_id is
-    unknown."""
-    if env_id in MPE_ENVS:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
-    if env_id in HANABI_PLAYERS:
-        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
-    if env_id.startswith("smaclite/"):
-        name, maps = env_id[len("smaclite/") :], smaclite_maps()
-        check(name in maps, f"unknown SMAClite map {name!r}; valid: " + ", ".join(f"smaclite/{m}" for m in maps))
-        return {**SMAC_MAP_PRESETS.get(name, {}), "eval_interval": 5}
-    with quiet():
-        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-    smax, mpe = ", ".join(sorted(MAP_NAME_TO_SCENARIO)), ", ".join(MPE_ENVS)
-    valid = f"SMAX: {smax}\n  MPE: {mpe}\n  Hanabi: {', '.join(HANABI_PLAYERS)}\n  SMAClite: smaclite/<map> (2s3z, 3s5z, MMM2, ...; needs SMAClite installed)"
-    check(env_id in MAP_NAME_TO_SCENARIO, f"unknown --env-id {env_id!r}. Valid ids:\n  {valid}")
-    return SMAC_MAP_PRESETS.get(env_id, {})
-
-
 def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id. Every argument
     check is here: bad input exits 2 with one message."""
@@ -874,10 +892,11 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
     else:
         env_id = known.env_id or Args.env_id
-        defaults = Args(env_id=env_id, **env_presets(env_id, known.paper_preset), paper_preset=known.paper_preset)
+        presets = env_backend(env_id).presets(env_id, known.paper_preset)  # exits 2 on an unknown id
+        defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset)
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
     args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
-    env_presets(args.env_id)  # exits 2 on an unknown id
+    env_backend(args.env_id)  # exits 2 on an unknown id
     for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
                  "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
                  "max_grad_norm", "huber_delta", "data_chunk_length"):  # fmt: skip
@@ -916,7 +935,7 @@ class Run:
     env step or after the update under way, with a checkpoint of the last whole update."""
 
     def __init__(self, args: Args, ckpt: Optional[dict], actor, critic, actor_optimizer, critic_optimizer, eval_envs):
-        self.args, self.eval_envs, self.is_smac, self.signals = args, eval_envs, eval_envs.is_smac, []
+        self.args, self.eval_envs, self.has_wins, self.signals = args, eval_envs, eval_envs.has_wins, []
         self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
         for name in list(self.parts)[: 4 if args.resume else 2] if ckpt else ():
             try:
@@ -964,8 +983,8 @@ class Run:
             return
         self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
         eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
-        tag = "win_rate" if self.is_smac else "episodic_return"  # of the last rollout's episodes, of the last evaluation
-        names = {f"charts/{tag}": "win" if self.is_smac else "return", f"eval/{tag}": "eval"}
+        tag = "win_rate" if self.has_wins else "episodic_return"  # of the last rollout's episodes, of the last evaluation
+        names = {f"charts/{tag}": "win" if self.has_wins else "return", f"eval/{tag}": "eval"}
         scores = "".join(f" {name} {self.latest[t]:.2f}" for t, name in names.items() if t in self.latest)
         line = f"step {step}/{self.total} SPS {sps} ETA {eta}{scores} | {self.args.env_id}"  # 80 columns show all but the id
         print(
@@ -982,14 +1001,14 @@ class Run:
         if episodes["finished"]:
             returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
             stats.update({"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()})
-            stats.update({"charts/win_rate": won.mean()} if self.is_smac else {})  # MPE has no win
+            stats.update({"charts/win_rate": won.mean()} if self.has_wins else {})  # MPE has no win
             episodes["finished"] = []
         if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
-            train = float(stats.get("charts/win_rate" if self.is_smac else "charts/episodic_return", np.nan))
+            train = float(stats.get("charts/win_rate" if self.has_wins else "charts/episodic_return", np.nan))
             sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
             self.evals.append([self.global_step, *result[:2], time.time() - self.start_time, train, *sampled])
             tags = ("eval/win_rate", "eval/episodic_return", "eval/sampled_win_rate", "eval/sampled_episodic_return")
-            stats.update({tag: v for tag, v in zip(tags, result) if self.is_smac or "win_rate" not in tag})
+            stats.update({tag: v for tag, v in zip(tags, result) if self.has_wins or "win_rate" not in tag})
         for tag, value in stats.items():
             self.writer.add_scalar(tag, value, self.global_step)
         self.latest.update(stats)
@@ -1015,18 +1034,18 @@ class Run:
             last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"
             summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
             summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
-            summary["median_win_rate"] = float(np.median(last[:, 1])) if self.is_smac else None  # MPE has no win
-            train = "train_win_rate" if self.is_smac else "train_return"  # of the rollout before each evaluation
+            summary["median_win_rate"] = float(np.median(last[:, 1])) if self.has_wins else None  # MPE has no win
+            train = "train_win_rate" if self.has_wins else "train_return"  # of the rollout before each evaluation
             summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
             if not np.isnan(last[:, 6]).all():  # --eval-sampled
                 summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
-                summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if self.is_smac else None
-            win = ("win_rate", "sampled_win_rate") if self.is_smac else (None, None)
+                summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if self.has_wins else None
+            win = ("win_rate", "sampled_win_rate") if self.has_wins else (None, None)
             keys = ("step", win[0], "episodic_return", "wall_time", train, win[1], "sampled_return")
             summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in self.evals]  # NaN: left out
             with open(path, "w") as f:
                 json.dump(summary, f, indent=1)
-            win = f"win rate {summary['median_win_rate']:.3f}, " if self.is_smac else ""
+            win = f"win rate {summary['median_win_rate']:.3f}, " if self.has_wins else ""
             print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})")
         self.writer.close()
         envs.close()
@@ -1046,7 +1065,7 @@ class Run:
         self.eval_envs.close()
         print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} episodes each")
         for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
-            print(f"{mode}: " + (f"win_rate={win:.4f} " if self.is_smac else "") + f"episodic_return={ret:.4f}")
+            print(f"{mode}: " + (f"win_rate={win:.4f} " if self.has_wins else "") + f"episodic_return={ret:.4f}")
 
 
 if __name__ == "__main__":

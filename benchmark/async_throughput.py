@@ -49,7 +49,7 @@ class SleepEnv:
 
     def __init__(self, like, delay: float, seed: int):
         self.num_envs, self.num_agents, self.num_actions = like.num_envs, like.num_agents, like.num_actions
-        self.obs_dim, self.state_dim, self.is_smac, self.delay = like.obs_dim, like.state_dim, like.is_smac, delay
+        self.obs_dim, self.state_dim, self.has_wins, self.delay = like.obs_dim, like.state_dim, like.has_wins, delay
         E, A, rng = self.num_envs, self.num_agents, np.random.default_rng(seed)
         self.out = dict(
             obs=rng.standard_normal((E, A, self.obs_dim), np.float32), avail=np.ones((E, A, self.num_actions), bool)

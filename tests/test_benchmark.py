@@ -226,7 +226,7 @@ def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
     import async_throughput
 
     class Like:
-        num_envs, num_agents, num_actions, obs_dim, state_dim, is_smac = 3, 2, 5, 7, 11, True
+        num_envs, num_agents, num_actions, obs_dim, state_dim, has_wins = 3, 2, 5, 7, 11, True
 
     envs = async_throughput.SleepEnv(Like(), delay=0.01, seed=0)
     out = envs.reset()

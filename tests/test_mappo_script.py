@@ -86,7 +86,7 @@ def test_bad_input_exits_2_as_a_command(run_script):
     proc = run_script("mappo.py", "--env-id", "4m_vs_nothing", check=False, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "Valid ids" in proc.stderr and "3m" in proc.stderr and "simple_spread_v3" in proc.stderr
-    assert "smaclite/" in proc.stderr
+    assert "\n  Hanabi: hanabi, hanabi_3p" in proc.stderr and "\n  SMAClite: " in proc.stderr  # every backend's line
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,7 @@ def test_network_init_and_shapes():
 class CountingEnv:
     """2 envs, 1 agent, obs = [t] at step t of each episode; env 1's episode ends after its second step."""
 
-    num_envs, num_agents, num_actions, obs_dim, state_dim, is_smac = 2, 1, 2, 1, 1, False
+    num_envs, num_agents, num_actions, obs_dim, state_dim, has_wins = 2, 1, 2, 1, 1, False
 
     def reset(self):
         self.t = np.zeros(2)
@@ -233,7 +233,7 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
 
     module = importlib.import_module(script[: -len(".py")])
     run = module.Run.__new__(module.Run)  # only what show_progress reads
-    run.args, run.total, run.is_smac, run.printed = SimpleNamespace(env_id="smaclite/3s5z_vs_3s6z"), 10_000_000, True, 0.0
+    run.args, run.total, run.has_wins, run.printed = SimpleNamespace(env_id="smaclite/3s5z_vs_3s6z"), 10_000_000, True, 0.0
     run.latest = {"charts/SPS": 12345, "charts/win_rate": 0.5, "eval/win_rate": 0.25}
     now = [1000.0]
     monkeypatch.setattr(module.time, "time", lambda: now[0])
@@ -250,6 +250,6 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     run.show_progress(12800, force=True)
     line = capsys.readouterr().out.removeprefix("\r\033[K")
     assert len(line) <= 79 and line.startswith("step 12800/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25"), line
-    run.is_smac, run.latest = False, {"charts/SPS": 12345, "charts/episodic_return": -123.456, "eval/episodic_return": -99.0}
+    run.has_wins, run.latest = False, {"charts/SPS": 12345, "charts/episodic_return": -123.456, "eval/episodic_return": -99.0}
     run.show_progress(12800, force=True)
     assert capsys.readouterr().out.startswith("\r\033[Kstep 12800/10000000 SPS 12345 ETA 0:13:29 return -123.46 eval -99.00")
