@@ -468,7 +468,7 @@ class Acting:
         i, wait_start = self.taken % self.ring, time.time()
         with self.cond:
             while self.complete[i] < self.args.num_clients * self.args.num_splits:
-                if run.stop_requested() or self.failed(run):
+                if run.signals or self.failed(run):
                     return None
                 self.cond.wait(timeout=0.5)
             self.complete[i] = 0
@@ -646,7 +646,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, run=None, generator=None) -> Optional[tuple[float, float]]:
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`; every episode from a zero hidden state. Each env
     plays its first ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
     return); None on a stop (Ctrl-C)."""
@@ -657,7 +657,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, run=None, genera
     starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
     nxt = envs.reset()
     while min(len(r) for r in results) < per_env:
-        if run is not None and run.stop_requested():
+        if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
         x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
         logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
@@ -708,7 +708,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     if args.eval_only:
         greedy = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
         if args.eval_sampled:
-            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, None, eval_generator)
+            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, (), eval_generator)
         return run.report(greedy)
 
     # ASYNC: the env clients join; the inference server acts while the learner trains [Async MAPPO: SEED]
@@ -772,9 +772,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
         if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
             eval_start = time.time()
-            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run)  # None after a stop
+            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals)  # None after a stop
             if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
-                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run, eval_generator)
+                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals, eval_generator)
                 result = None if sampled is None else result + sampled
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
@@ -1303,12 +1303,8 @@ class Run:
             print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
         print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
 
-    def stop(self, signum, frame):  # only a flag: nothing is raised inside an update, a JAX compile or a gc callback
+    def stop(self, signum, frame):  # only a flag that the loops read: nothing is raised inside an update, a compile, a gc
         self.signals.append(signum)
-
-    def stop_requested(self, steps_into_rollout: int = 0) -> bool:
-        self.show_progress(self.global_step + steps_into_rollout)
-        return bool(self.signals)
 
     def show_progress(self, step: int, force: bool = False):
         """A status line, at most every 0.5 s on a terminal (cut to its width), every 30 s when piped."""

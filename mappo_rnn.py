@@ -249,15 +249,18 @@ def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
 
 # ===================================== ALGO LOGIC: rollout ========================================
 @torch.no_grad()
-def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, run, actor_h, start):
+def rollout(
+    envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, stop: list, actor_h, start
+):
     """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
     saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) on the host,
-    the actions and logprobs (T,E,A) on the device, and the envs' last outputs; None on a stop (Ctrl-C). Recurrent:
+    the actions and logprobs (T,E,A) on the device, the envs' last outputs and the seconds spent in the envs; None on
+    a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty). Recurrent:
     actor_h (E,A,H) and start (E,) bool, an episode begins, carry over from the last rollout and come back updated, after
     the actor's hidden states entering each step (T,E,A,H)."""
-    steps, actions, logprobs, actor_hs = [], [], [], []
+    steps, actions, logprobs, actor_hs, env_time = [], [], [], [], 0.0
     for step in range(num_steps):
-        if run.stop_requested(step * envs.num_envs):  # the partial rollout is dropped
+        if stop:  # the partial rollout is dropped
             return None
         obs, avail = torch.from_numpy(out["obs"]).to(device), torch.from_numpy(out["avail"]).to(device)
         actor_hs.append(actor_h)  # be really careful about the index: the state that step t starts from
@@ -273,7 +276,7 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
         # TRY NOT TO MODIFY: execute the game and log data
         env_start = time.time()
         out = envs.step(action.cpu().numpy())
-        run.env_time += time.time() - env_start
+        env_time += time.time() - env_start
         steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
         episodes["return"] += out["reward"]
         episodes["length"] += 1
@@ -282,7 +285,7 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
         episodes["return"][done], episodes["length"][done] = 0.0, 0
         start = torch.from_numpy(done).to(device)
     host = {k: np.stack([s[k] for s in steps]) for k in steps[0]}
-    return host, torch.stack(actions), torch.stack(logprobs), out, torch.stack(actor_hs), actor_h, start
+    return host, torch.stack(actions), torch.stack(logprobs), out, env_time, torch.stack(actor_hs), actor_h, start
 
 
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
@@ -398,7 +401,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, run=None, generator=None) -> Optional[tuple[float, float]]:
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`; every episode from a zero hidden state. Each env
     plays its first ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
     return); None on a stop (Ctrl-C)."""
@@ -409,7 +412,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, run=None, genera
     actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.gru.hidden_size), device=device)  # (E,A,H)
     starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
     while min(len(r) for r in results) < per_env:
-        if run is not None and run.stop_requested():
+        if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
         x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
         logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
@@ -458,7 +461,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     if args.eval_only:
         greedy = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
         if args.eval_sampled:
-            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, None, eval_generator)
+            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, (), eval_generator)
         return run.report(greedy)
 
     envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
@@ -468,17 +471,17 @@ def train(args: Args, ckpt: Optional[dict] = None):
     start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
     out = run.start(envs)  # the first reset (SMAX compiles here)
     for iteration in range(run.iteration + 1, args.num_iterations + 1):
-        iteration_start, run.env_time = time.time(), 0.0
+        iteration_start = time.time()
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
         initial_start = start  # (E,) step 0 begins an episode
-        collected = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run, actor_h, start)
+        collected = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run.signals, actor_h, start)
         if collected is None:
             break
-        host, actions, logprobs, out, actor_hs, actor_h, start = collected  # actor_hs (T,E,A,H) entering each step
+        host, actions, logprobs, out, env_time, actor_hs, actor_h, start = collected  # actor_hs (T,E,A,H) entering each step
         run.global_step += args.batch_size
 
         # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
@@ -512,16 +515,16 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
         update_start = time.time()
         stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args)
-        stats.update({"time/update": time.time() - update_start, "time/env": run.env_time})
+        stats.update({"time/update": time.time() - update_start, "time/env": env_time})
         y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
         seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
 
         if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
             eval_start = time.time()
-            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run)  # None after a stop
+            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals)  # None after a stop
             if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
-                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run, eval_generator)
+                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals, eval_generator)
                 result = None if sampled is None else result + sampled
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
@@ -948,7 +951,7 @@ class Run:
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
         self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
-        self.start_step, self.train_time, self.env_time, self.latest, self.printed = self.global_step, 0.0, 0.0, {}, 0.0
+        self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 
     def start(self, envs) -> dict:
@@ -969,12 +972,8 @@ class Run:
         print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
         return envs.reset()
 
-    def stop(self, signum, frame):  # only a flag: nothing is raised inside an update, a JAX compile or a gc callback
+    def stop(self, signum, frame):  # only a flag that the loops read: nothing is raised inside an update, a compile, a gc
         self.signals.append(signum)
-
-    def stop_requested(self, steps_into_rollout: int = 0) -> bool:
-        self.show_progress(self.global_step + steps_into_rollout)
-        return bool(self.signals)
 
     def show_progress(self, step: int, force: bool = False):
         """A status line, at most every 0.5 s on a terminal (cut to its width), every 30 s when piped."""
