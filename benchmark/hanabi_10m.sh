@@ -8,6 +8,9 @@
 #                                         # configs, schedules included, stopped at the budget), same seeds, one run at
 #                                         # a time
 # (BASELINES picks some of them, SEEDS the seeds: default 1 2 3)
+#   bash benchmark/hanabi_10m.sh speed    # JaxMARL's mappo_ff_hanabi alone for 10 updates (its config, seed 1): its
+#                                         # steady-state SPS here, for the README's equal-wall-time reading. Run it
+#                                         # with nothing else running.
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py). Each run
 # is one jitted scan and cannot resume: a run cut short or failed leaves only OUT/runs/<name>.json (git-ignored; it is
 # moved to OUT when the run ends) and starts again; finished ones, in OUT (JAXMARL_OUT, default
@@ -15,6 +18,13 @@
 # exit status is 1. Logs: OUT/<name>.log, appended to.
 set -euo pipefail
 export ENV_IDS=hanabi TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} WORKERS=${WORKERS:-2}
+if [ "${1:-}" = speed ]; then
+  cd "$(dirname "$0")/.."
+  JAX_PLATFORMS=cpu "${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}" benchmark/jaxmarl_baseline.py \
+    --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" --baseline mappo_ff_hanabi --seed 1 --stop-at-step 1310720 \
+    --out benchmark/results/hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json
+  exit $?
+fi
 if [ "${1:-}" = jaxmarl ]; then
   cd "$(dirname "$0")/.."
   out=${JAXMARL_OUT:-benchmark/results/hanabi_10m_jaxmarl} python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python} failed=0

@@ -243,7 +243,7 @@ def hanabi() -> str:
             runs.sort(key=lambda run: run["meta"]["seed"])
             train = [run["rows"][-1]["episodic_return"] for run in runs]
             out.append((algo, f"JaxMARL {theirs}", len(runs), train, min(run["rows"][-1]["step"] for run in runs), "-"))
-            speed[f"JaxMARL {theirs}"] = np.median([jaxmarl_sps(run) for run in runs])
+            speed[f"JaxMARL {theirs}"] = jaxmarl_speed(theirs, runs)
     if not out:
         return "(not run yet: `bash benchmark/hanabi_10m.sh`, `bash benchmark/hanabi_10m.sh jaxmarl`)"
     table = [
@@ -259,8 +259,65 @@ def hanabi() -> str:
         speeds = ", ".join(f"{name} {sps:.0f}" for name, sps in speed.items())
         table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/throughput.py`: "
                   f"its update is {r['update_s'] / r['iteration_s']:.0%} of an iteration); {speeds} (the median update of "
-                  "each 10M run, median over seeds)."]  # fmt: skip
+                  "a run alone: `bash benchmark/hanabi_10m.sh speed` for MAPPO, its 10M runs for IPPO)."]  # fmt: skip
     return "\n".join(table)
+
+
+def hanabi_wall() -> str:
+    """MAPPO on Hanabi at equal wall time on this machine: each side's training-score curve (per step, from its 10M
+    runs) read at the env step it reaches in T seconds at its speed measured here alone, in steady state: mappo.py's
+    from benchmark/throughput.py's Hanabi row, JaxMARL's from the median update of a run of its own alone
+    (hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json: `bash benchmark/hanabi_10m.sh speed`). Start-up and compilation
+    are left out on both sides, and so is our evaluation (JaxMARL's baseline has none). Per seed: ours, the median of
+    the last 10 rollouts' score up to that step; JaxMARL's, its last logged score up to that step; then the median."""
+    speed_file = os.path.join(RESULTS, "hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json")
+    ours_dir = os.path.join(RESULTS, "hanabi_10m_mappo/kept")
+    jaxmarl_dir = os.path.join(RESULTS, "hanabi_10m_jaxmarl")
+    theirs = [f for f in sorted(os.listdir(jaxmarl_dir)) if re.fullmatch(r"mappo_ff_hanabi_seed\d+\.json", f)]
+    if not (os.path.exists(speed_file) and os.path.isdir(ours_dir) and theirs):
+        return "(not measured yet: `bash benchmark/hanabi_10m.sh speed`, after both sides' 10M runs)"
+    import gzip
+
+    [row] = [r for r in load("throughput.json") if r["env_id"] == "hanabi"]
+    sps = {
+        "mappo.py": row["sps"],
+        "JaxMARL mappo_ff_hanabi": jaxmarl_speed("mappo_ff_hanabi", []),
+    }
+    curves = {"mappo.py": [], "JaxMARL mappo_ff_hanabi": []}  # per seed: [(step, training score)], steps rising
+    for name in sorted(os.listdir(ours_dir)):
+        with gzip.open(os.path.join(ours_dir, name), "rt") as f:
+            evals = json.load(f)["evals"]
+        scores = [e.get("train_return", np.nan) for e in evals]
+        curves["mappo.py"].append([(e["step"], np.nanmedian(scores[max(0, i - 9) : i + 1])) for i, e in enumerate(evals)])
+    for name in theirs:
+        curves["JaxMARL mappo_ff_hanabi"].append(
+            [(r["step"], r["episodic_return"]) for r in load(f"hanabi_10m_jaxmarl/{name}")["rows"]]
+        )
+    end = min(curve[-1][0] for curve in curves["JaxMARL mappo_ff_hanabi"]) / sps["JaxMARL mappo_ff_hanabi"]
+    out = [
+        "| seconds | "
+        + " | ".join(f"{name}: env steps, training score (median over {len(c)} seeds)" for name, c in curves.items())
+        + " |",
+        "|---|---|---|",
+    ]
+    for seconds in (300, 600, 900, int(end)):
+        cells = []
+        for name, per_seed in curves.items():
+            steps = sps[name] * seconds
+            read = [next((score for step, score in reversed(curve) if step <= steps), np.nan) for curve in per_seed]
+            cells.append(
+                f"{steps / 1e6:.2f}M, {np.median(read):.2f}" if not np.isnan(read).any() else f"{steps / 1e6:.2f}M, -"
+            )
+        out.append(f"| {seconds} | {' | '.join(cells)} |")
+    return "\n".join(out)
+
+
+def jaxmarl_speed(baseline: str, runs: list) -> float:
+    """A JaxMARL baseline's SPS here alone: from its speed run (`bash benchmark/hanabi_10m.sh speed`) where there is
+    one, else the median over its 10M runs (which must then have run alone)"""
+    if os.path.exists(os.path.join(RESULTS, f"hanabi_10m_jaxmarl/speed_{baseline}.json")):
+        return jaxmarl_sps(load(f"hanabi_10m_jaxmarl/speed_{baseline}.json"))
+    return float(np.median([jaxmarl_sps(run) for run in runs]))
 
 
 def jaxmarl_sps(run: dict) -> float:
@@ -277,7 +334,7 @@ def async_throughput() -> str:
 
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
-GENERATORS["sc2_reference"] = sc2_reference
+GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

@@ -274,11 +274,38 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     assert update_readme.hanabi().splitlines()[4:] == [
         "",
         "SPS on this machine, each run alone, in steady state: mappo.py 860 (`benchmark/throughput.py`: its update is 87% of"
-        " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of each 10M run, median over seeds).",
+        " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of a run alone: `bash benchmark/hanabi_10m.sh"
+        " speed` for MAPPO, its 10M runs for IPPO).",
     ]  # the median seed (2): 100 steps in its median update, 2 s (not its mean, 2.45 s)
     del ours["train_scores"]  # runs that logged no training score: the greedy score still shows
     (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours]))
     assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"
+
+
+def test_hanabi_at_equal_wall_time_reads_each_curve_at_its_own_speed(tmp_path, monkeypatch):
+    """update_readme's equal-wall-time table: in T seconds ours (throughput.py's 100 SPS) reaches step 100 T, JaxMARL's
+    (its speed run's median update: 1000 steps in 1 s) step 1000 T; each curve is read there (ours: the median of the
+    last 10 rollouts' training score, JaxMARL's: its last logged score), then the median over seeds"""
+    import update_readme
+
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    (tmp_path / "hanabi_10m_jaxmarl").mkdir()
+    (tmp_path / "hanabi_10m_mappo/kept").mkdir(parents=True)
+    assert update_readme.hanabi_wall().startswith("(not measured yet")
+    (tmp_path / "throughput.json").write_text(json.dumps([dict(env_id="hanabi", sps=100.0)]))
+    speed = dict(meta=dict(steps_per_update=1000), rows=[dict(wall_time=w) for w in (40.0, 41.0, 42.0, 43.5)])
+    (tmp_path / "hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json").write_text(json.dumps(speed))
+    for seed, offset in ((1, 0.0), (2, 1.0), (3, 2.0)):
+        rows = [dict(step=1000 * (i + 1), episodic_return=offset + i) for i in range(2000)]  # 2M steps
+        (tmp_path / f"hanabi_10m_jaxmarl/mappo_ff_hanabi_seed{seed}.json").write_text(json.dumps(dict(rows=rows)))
+        evals = [dict(step=100 * (i + 1), train_return=offset + i) for i in range(20000)]
+        with gzip.open(tmp_path / f"hanabi_10m_mappo/kept/hanabi__mappo__{seed}__0.json.gz", "wt") as f:
+            json.dump(dict(evals=evals), f)
+    (tmp_path / "hanabi_10m_jaxmarl/mappo_ff_hanabi_seed1.log").write_text("")  # logs are not runs
+    lines = update_readme.hanabi_wall().splitlines()
+    # 300 s: ours at step 30,000 (the median seed, 2: its last 10 scores 291..300, median 295.5), theirs at 300,000
+    assert lines[2] == "| 300 | 0.03M, 295.50 | 0.30M, 300.00 |"
+    assert lines[-1].startswith("| 2000 | 0.20M, ") and len(lines) == 6  # JaxMARL's whole run: 2M steps at 1000 SPS
 
 
 def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_path_factory, monkeypatch):
