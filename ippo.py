@@ -33,17 +33,9 @@ from popart import MaskedCategorical, PopArt, masked_mean
 @dataclass
 class Args:
     """IPPO as in the MAPPO paper (Yu et al. 2022): everything as MAPPO but the critic sees the agent's local
-    observation and id. Defaults are the paper's, per env family; any flag you pass wins.
-
-    | arg                  | SMAC/SMAX (paper)  | MPE (paper)            | source              |
-    |----------------------|--------------------|------------------------|---------------------|
-    | num-envs x num-steps | 8 x 400            | 128 x 25               | Tables 5, 6         |
-    | learning-rate        | 5e-4               | 7e-4                   | Tables 11, 12       |
-    | update-epochs        | 15 (map table)     | 10 spread, 15 others   | Tables 11, 12       |
-    | activation           | relu               | tanh spread/speaker    | Tables 11, 12       |
-    | gamma / gae-lambda / clip / value clip / Huber delta / grad clip: 0.99 / 0.95 / 0.2 / 0.2 / 10 / 10 (Table 3) |
-    Hanabi (Tables 7, 13): 100 steps, lr 7e-4, critic lr 1e-3, 15 epochs, entropy 0.015, relu; 1000 envs and 512 wide
-    with --paper-preset, else ours for 2 CPU cores: 128 envs, 128 wide.
+    observation and id. The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env
+    family and map (each backend's presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 with
+    --paper-preset, else ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
     """
 
     # experiment
