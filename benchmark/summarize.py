@@ -23,7 +23,7 @@ from collections import defaultdict
 
 import numpy as np
 
-# MAPPO paper, Table 1 (REFERENCE.md): median win rate % on StarCraft II SMAC. SMAX is a re-implementation, so these
+# MAPPO paper (Yu et al. 2022), Table 1: median win rate % on StarCraft II SMAC. SMAX is a re-implementation, so these
 # are targets of shape, not exact numbers.
 PAPER_MAPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 75.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 96.9}
 PAPER_MAPPO.update({"25m": 100.0, "3s_vs_5z": 96.9, "8m_vs_9m": 87.5, "MMM2": 90.6, "3s5z_vs_3s6z": 84.4})
@@ -32,7 +32,7 @@ PAPER_MAPPO.update({"27m_vs_30m": 93.8, "6h_vs_8z": 86.7})
 PAPER_IPPO = {"3m": 100.0, "2s3z": 100.0, "5m_vs_6m": 57.0, "8m": 100.0, "3s5z": 96.9, "10m_vs_11m": 93.0}
 PAPER_IPPO.update({"25m": 100.0, "3s_vs_5z": 97.7, "8m_vs_9m": 89.8, "MMM2": 86.7, "3s5z_vs_3s6z": 82.8})
 PAPER_IPPO.update({"27m_vs_30m": 82.0, "6h_vs_8z": 84.4})
-# Async MAPPO, Table 2 (REFERENCE.md): final median win rate % of the async runs (MLP + GRU, large batches)
+# Async MAPPO (Fu et al. 2022), Table 2: final median win rate % of the async runs (MLP + GRU, large batches)
 PAPER_ASYNC = {"3s_vs_5z": 100.0, "5m_vs_6m": 90.6, "8m_vs_9m": 96.8, "27m_vs_30m": 98.4, "3s5z_vs_3s6z": 96.8}
 PAPER_ASYNC["MMM2"] = 96.8
 

@@ -76,7 +76,7 @@ def sc2_reference() -> str:
 
 
 # Results folder of a 10M SMAX family -> (script, setting, where it ran). Ours and JaxMARL's runs here step the SMAX of
-# the pinned jaxmarl release (requirements.txt); Mava's published runs an earlier SMAX (REFERENCE.md, "SMAX versions").
+# the pinned jaxmarl release (requirements.txt); Mava's published runs an earlier one (before that release's fixes).
 SMAX_VERSION = "jaxmarl 0.2.0"
 SMAX_SETTINGS = {
     "mappo_10m": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),

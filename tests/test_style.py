@@ -1,4 +1,4 @@
-"""One formatter for the whole repo (STYLE.md): diffs between the scripts show ideas, not formatting drift."""
+"""One formatter for the whole repo: diffs between the scripts show ideas, not formatting drift."""
 
 import importlib
 import re
