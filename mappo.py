@@ -17,7 +17,7 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from typing import Literal, Optional
 
@@ -89,15 +89,6 @@ class Args:
     death_masking: bool = True  # a dead agent's critic input is zeros + its id (cl: all zeros) [MAPPO: on, Suggestion 5]
     policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
     value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
-
-    # computed, not flags
-    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs * num_steps env steps per rollout
-    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # agent-steps: ceil(batch * agents / minibatches)
-    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)  # total_timesteps // batch_size
-
-    def __post_init__(self):
-        self.batch_size = self.num_envs * self.num_steps
-        self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -270,10 +261,11 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
     value_mask = b["alive"] if args.value_active_masks else torch.ones_like(b["alive"])
 
     B, clipfracs, first_ratio_dev = advantages.shape[0], [], 0.0
+    minibatch_size = math.ceil(B / args.num_minibatches)  # agent-steps
     for epoch in range(args.update_epochs):
         b_inds = torch.randperm(B, device=advantages.device)
-        for start in range(0, B, args.minibatch_size):
-            mb_inds = b_inds[start : start + args.minibatch_size]
+        for start in range(0, B, minibatch_size):
+            mb_inds = b_inds[start : start + minibatch_size]
             mb_policy_mask = policy_mask[mb_inds]
 
             dist = MaskedCategorical(actor(b["obs"][mb_inds]), b["avail"][mb_inds])  # MAPPO Suggestion 4: action masks
@@ -361,9 +353,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     eval_seed = args.seed + 100_000
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
     A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
-    B = args.batch_size * A  # agent-steps per rollout
+    B = args.num_envs * args.num_steps * A  # agent-steps per rollout
     check(args.num_minibatches <= B, f"--num-minibatches {args.num_minibatches} exceeds the {B} agent-steps of a rollout")
-    args.minibatch_size = math.ceil(B / args.num_minibatches)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     S_env = eval_envs.state_dim
     S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
@@ -384,10 +375,10 @@ def train(args: Args, ckpt: Optional[dict] = None):
     envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
     out = run.start(envs)  # the first reset (SMAX compiles here)
-    for iteration in range(run.iteration + 1, args.num_iterations + 1):
+    for iteration in range(run.iteration + 1, run.num_iterations + 1):
         iteration_start = time.time()
         if args.anneal_lr:
-            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            frac = 1.0 - (iteration - 1.0) / run.num_iterations
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
@@ -395,7 +386,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         if collected is None:
             break
         host, actions, logprobs, out, env_time = collected  # (T,E,...) numpy, (T,E,A), (T,E,A), the envs' last outputs
-        run.global_step += args.batch_size
+        run.global_step += args.num_envs * args.num_steps
 
         # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
         b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
@@ -427,7 +418,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
         seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
 
-        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
+        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == run.num_iterations):
             eval_start = time.time()
             result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals)  # None after a stop
             if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
@@ -806,7 +797,6 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         presets = env_backend(env_id).presets(env_id, known.paper_preset)  # exits 2 on an unknown id
         defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset)
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
-    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
     env_backend(args.env_id)  # exits 2 on an unknown id
     for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
                  "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
@@ -818,9 +808,9 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     check(not args.track or importlib.util.find_spec("wandb") is not None, "--track needs wandb: pip install wandb")
     check(0 < args.gamma <= 1, f"--gamma must be in (0, 1], got {args.gamma}")  # above 1 the returns run off to infinity
     check(0 <= args.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
-    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.batch_size})"
+    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.num_envs * args.num_steps})"
     check(
-        args.total_timesteps >= args.batch_size or args.eval_only,
+        args.total_timesteps >= args.num_envs * args.num_steps or args.eval_only,
         f"--total-timesteps {args.total_timesteps} is {rollout_steps}",
     )
     return args, ckpt
@@ -856,7 +846,11 @@ class Run:
         if args.resume:  # the step counters, the eval history and the run directory go on
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
-        self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
+        self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
+        self.path, self.total = (
+            f"runs/{self.run_name}/{args.exp_name}.pt",
+            self.num_iterations * args.num_envs * args.num_steps,
+        )
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 
@@ -919,7 +913,7 @@ class Run:
         self.latest.update(stats)
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
-        self.show_progress(self.global_step, force=iteration in (1, self.args.num_iterations))
+        self.show_progress(self.global_step, force=iteration in (1, self.num_iterations))
 
     def save(self):
         """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from typing import Literal, Optional
 
@@ -115,17 +115,6 @@ class Args:
     master_addr: str = "127.0.0.1"  # the learner's address; the rendezvous listens there only [ours: loopback]
     master_port: int = 29500  # the learner's rendezvous port (--role all: a free one) [ours: torch.distributed's usual]
     client_timeout: float = 60.0  # seconds: the rendezvous's limit, and a client's silence before the learner gives up [ours]
-
-    # computed, not flags
-    batch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs * num_steps env steps per rollout
-    minibatch_size: tyro.conf.Suppress[int] = field(default=0, init=False)  # chunks: ceil(chunks per rollout / minibatches)
-    num_iterations: tyro.conf.Suppress[int] = field(default=0, init=False)  # total_timesteps // batch_size
-    envs_per_split: tyro.conf.Suppress[int] = field(default=0, init=False)  # num_envs // (num_clients * num_splits)
-
-    def __post_init__(self):
-        self.batch_size = self.num_envs * self.num_steps
-        self.envs_per_split = self.num_envs // max(self.num_clients * self.num_splits, 1)
-        self.num_iterations = self.total_timesteps // max(self.batch_size, 1)
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -300,7 +289,7 @@ def env_client(args: Args, client: int):
     """An env client (process rank client + 1) steps its splits in turn: once split s's step is sent it steps split
     s+1, whose actions came back meanwhile, so its CPU does not wait on inference [Async MAPPO: multiple buffering].
     Env i of the run gets seed + i, as in mappo.py. Returns when answered -1 (the run is over)."""
-    m, k = args.num_splits, args.envs_per_split
+    m, k = args.num_splits, args.num_envs // (args.num_clients * args.num_splits)  # k envs per split
     splits = [make_env(args.env_id, k, args.seed + (client * m + s) * k, args.num_workers, args.num_stacked_frames)
               for s in range(m)]  # fmt: skip
     layout = message_layout(k, splits[0].num_agents, splits[0].obs_dim, splits[0].state_dim, splits[0].num_actions)
@@ -356,8 +345,9 @@ class Acting:
         return dict(buf, versions=np.zeros((T, E), np.int64), actor_hs=np.zeros((T, E, A, H), np.float32))
 
     def env_slice(self, slot: tuple) -> slice:  # the slot's envs on the run's env axis (T,E,...)
-        first = (slot[0] * self.args.num_splits + slot[1]) * self.args.envs_per_split
-        return slice(first, first + self.args.envs_per_split)
+        k = self.layout["obs"][0]  # envs per split
+        first = (slot[0] * self.args.num_splits + slot[1]) * k
+        return slice(first, first + k)
 
     def may_act(self, slot: tuple) -> bool:  # its rollout's buffer is free: the learner trained on the one before in it
         return self.slots[slot][0] < self.released + self.ring
@@ -505,7 +495,7 @@ class Acting:
         if self.stopping:
             return
         self.stopping, deadline = True, time.time() + 10
-        stop = torch.full((self.args.envs_per_split * self.agent_ids.shape[0],), -1)  # (k*A,)
+        stop = torch.full((self.layout["obs"][0] * self.agent_ids.shape[0],), -1)  # (k*A,)
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
         waiting = [slot for slot, *_ in self.parked]  # (client, split) of every request not answered
@@ -580,10 +570,11 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
     value_mask = b["alive"] if args.value_active_masks else b["valid"]
 
     N, clipfracs, first_ratio_dev, first_value_dev = advantages.shape[1], [], 0.0, 0.0
+    minibatch_size = math.ceil(N / args.num_minibatches)  # whole chunks
     for epoch in range(args.update_epochs):
         b_inds = torch.randperm(N, device=advantages.device)
-        for start in range(0, N, args.minibatch_size):
-            mb_inds = b_inds[start : start + args.minibatch_size]  # whole chunks
+        for start in range(0, N, minibatch_size):
+            mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
             mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
 
             # BPTT through each chunk; the hidden state resets where an episode starts inside it
@@ -684,7 +675,6 @@ def train(args: Args, ckpt: Optional[dict] = None):
     C = args.data_chunk_length if args.recurrent else 1  # feed-forward: chunks of one step, mappo.py's flat batch
     N = math.ceil(args.num_steps / C) * args.num_envs * A  # chunks per rollout
     check(args.num_minibatches <= N, f"--num-minibatches {args.num_minibatches} exceeds the {N} chunks of a rollout")
-    args.minibatch_size = math.ceil(N / args.num_minibatches)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     S_env = eval_envs.state_dim
     S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
@@ -704,16 +694,16 @@ def train(args: Args, ckpt: Optional[dict] = None):
         return run.report(greedy)
 
     # ASYNC: the env clients join; the inference server acts while the learner trains [Async MAPPO: SEED]
-    layout = message_layout(args.envs_per_split, A, O, S_env, U)
+    layout = message_layout(args.num_envs // (args.num_clients * args.num_splits), A, O, S_env, U)  # k envs per split
     acting = Acting(args, actor, agent_ids, device, layout, rendezvous(args), version=run.iteration)
     T, E, H = args.num_steps, args.num_envs, actor.hidden_size
     critic_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: carried from rollout to rollout
     start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
     run.start()
-    for iteration in range(run.iteration + 1, args.num_iterations + 1):
+    for iteration in range(run.iteration + 1, run.num_iterations + 1):
         iteration_start = time.time()
         if args.anneal_lr:
-            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            frac = 1.0 - (iteration - 1.0) / run.num_iterations
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
@@ -721,7 +711,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         if collected is None:
             break
         host, actions, logprobs, out, actor_hs, versions, finished = collected  # actor_hs (T,E,A,H) entering each step
-        run.global_step += args.batch_size
+        run.global_step += args.num_envs * args.num_steps
         lag = (iteration - 1) - versions  # (T,E) updates between the acting policy and this update's
         episodes = {"finished": finished}
 
@@ -762,7 +752,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
         seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
 
-        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == args.num_iterations):
+        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == run.num_iterations):
             eval_start = time.time()
             result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals)  # None after a stop
             if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
@@ -1154,7 +1144,6 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         presets = env_presets(env_id, known.paper_preset, known.recurrent)
         defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset, recurrent=known.recurrent)
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
-    args.__post_init__()  # tyro copies the computed fields of `defaults`: compute them for these args
     env_backend(args.env_id)  # exits 2 on an unknown id
     for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
                  "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
@@ -1174,9 +1163,9 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     check(args.num_envs % splits == 0, f"--num-envs {args.num_envs} is not a multiple of {splits} splits (clients x splits)")
     check(args.server_batch <= splits, f"--server-batch {args.server_batch} exceeds the {splits} requests that can wait")
     check(args.role != "client" or args.rank >= 1, f"--rank {args.rank} must be 1 .. --num-clients for a client")
-    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.batch_size})"
+    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.num_envs * args.num_steps})"
     check(
-        args.total_timesteps >= args.batch_size or args.eval_only,
+        args.total_timesteps >= args.num_envs * args.num_steps or args.eval_only,
         f"--total-timesteps {args.total_timesteps} is {rollout_steps}",
     )
     return args, ckpt
@@ -1274,7 +1263,11 @@ class Run:
         if args.resume:  # the step counters, the eval history and the run directory go on
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
-        self.path, self.total = f"runs/{self.run_name}/{args.exp_name}.pt", args.num_iterations * args.batch_size
+        self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
+        self.path, self.total = (
+            f"runs/{self.run_name}/{args.exp_name}.pt",
+            self.num_iterations * args.num_envs * args.num_steps,
+        )
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 
@@ -1336,7 +1329,7 @@ class Run:
         self.latest.update(stats)
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
-        self.show_progress(self.global_step, force=iteration in (1, self.args.num_iterations))
+        self.show_progress(self.global_step, force=iteration in (1, self.num_iterations))
 
     def save(self):
         """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""

@@ -52,17 +52,17 @@ def train_sps(env_id: str, iterations: int, extra: list[str]) -> dict:
     args, _ = mappo.parse_args(["--env-id", env_id])
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, os.path.join(ROOT, "mappo.py"), "--env-id", env_id, "--eval-interval", "0"]
-        cmd += ["--total-timesteps", str(iterations * args.batch_size), *extra]
+        cmd += ["--total-timesteps", str(iterations * args.num_envs * args.num_steps), *extra]
         subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)
         acc = EventAccumulator(glob.glob(os.path.join(tmp, "runs", "*"))[0])
         acc.Reload()
         sps = acc.Scalars("charts/SPS")
         steady = (sps[-1].step - sps[0].step) / (sps[-1].wall_time - sps[0].wall_time)
         mean = {tag: float(np.mean([e.value for e in acc.Scalars(tag)][1:])) for tag in ("time/env", "time/update")}
-    iteration = args.batch_size / steady
+    iteration = args.num_envs * args.num_steps / steady
     return dict(
         num_envs=args.num_envs,
-        batch=args.batch_size,
+        batch=args.num_envs * args.num_steps,
         sps=steady,
         iteration_s=iteration,
         env_s=mean["time/env"],

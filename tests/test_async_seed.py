@@ -78,7 +78,7 @@ def test_presets_and_flags():
 
     args, _ = m.parse_args(["--env-id", "5m_vs_6m", "--recurrent"])
     assert (args.num_envs, args.update_epochs, args.num_steps, args.data_chunk_length) == (60, 10, 400, 10)
-    assert args.envs_per_split == 15 and args.batch_size == 7.5 * 8 * 400
+    assert args.num_envs * args.num_steps == 7.5 * 8 * 400 and args.num_envs // (args.num_clients * args.num_splits) == 15
     args, _ = m.parse_args(["--env-id", "27m_vs_30m", "--recurrent", "--num-envs", "8"])  # 2x, reuse 5; a flag wins
     assert (args.num_envs, args.update_epochs) == (8, 5) and m.env_presets("27m_vs_30m", recurrent=True)["num_envs"] == 16
     assert m.ASYNC_TABLE_2["MMM2"] == dict(num_envs=48, update_epochs=5)  # SMAX has no MMM2: smaclite/MMM2 takes it
@@ -87,7 +87,7 @@ def test_presets_and_flags():
     args, _ = m.parse_args(["--env-id", "3s_vs_5z"])  # MAPPO's MLP there stacks 4 frames, the GRU none
     assert args.num_stacked_frames == 4 and m.parse_args(["--env-id", "3s_vs_5z", "--recurrent"])[0].num_stacked_frames == 1
     args, _ = m.parse_args(["--env-id", "3m", "--num-clients", "4"])
-    assert (args.num_envs, args.envs_per_split, args.max_policy_lag) == (8, 1, 1)
+    assert (args.num_envs, args.num_clients, args.num_splits, args.max_policy_lag) == (8, 4, 2, 1)  # 1 env per split
 
 
 @pytest.mark.parametrize(
@@ -125,8 +125,8 @@ def test_resume_derives_the_split_layout_again(tmp_path):
     path = tmp_path / "ckpt.pt"
     torch.save(dict(format="cleanmappo", script=SCRIPT, args=dataclasses.asdict(saved)), path)
     args, _ = m.parse_args(["--resume", str(path), "--num-clients", "4"])
-    assert (args.num_envs, args.envs_per_split, args.num_clients) == (8, 1, 4)
-    assert m.parse_args(["--resume", str(path)])[0].envs_per_split == 2
+    assert (args.num_envs, args.num_clients, args.num_splits) == (8, 4, 2)  # 1 env per split
+    assert m.parse_args(["--resume", str(path)])[0].num_clients == 2  # 2 envs per split
 
 
 def lag_and_ratio(run) -> tuple[list, list]:

@@ -108,7 +108,7 @@ def test_presets_follow_the_paper_and_flags_win():
     args, _ = mappo.parse_args(["--env-id", "3m"])
     assert (args.num_envs, args.num_steps, args.learning_rate, args.update_epochs) == (8, 400, 5e-4, 15)
     assert (args.activation, args.state_type, args.gain, args.num_minibatches) == ("relu", "as", 0.01, 1)
-    assert args.batch_size == 3200 and args.num_iterations == args.total_timesteps // 3200
+    assert args.total_timesteps == 10_000_000  # the paper's SMAC budget
     args, _ = mappo.parse_args(["--env-id", "simple_spread_v3"])
     assert (args.num_envs, args.num_steps, args.learning_rate, args.update_epochs) == (128, 25, 7e-4, 10)
     assert (args.activation, args.state_type) == ("tanh", "cl")
@@ -116,7 +116,7 @@ def test_presets_follow_the_paper_and_flags_win():
     assert (args.update_epochs, args.num_minibatches, args.gain) == (10, 1, 0.01)
     assert mappo.SMAC_MAP_PRESETS["MMM2"] == dict(update_epochs=5, num_minibatches=2, gain=1.0)  # SMAClite has MMM2
     args, _ = mappo.parse_args(["--env-id", "simple_spread_v3", "--update-epochs", "3", "--num-envs", "4"])
-    assert (args.update_epochs, args.num_envs, args.batch_size) == (3, 4, 100)
+    assert (args.update_epochs, args.num_envs, args.num_steps) == (3, 4, 25)
     assert mappo.parse_args(["--env-id", "3s_vs_5z"])[0].num_stacked_frames == 4  # Table 12: MLP, 4 stacked frames
     assert mappo.parse_args(["--env-id", "3m"])[0].num_stacked_frames == 1
 

@@ -40,7 +40,7 @@ def test_help_shows_every_default_with_its_source(script, monkeypatch, capsys):
     """--help gives every env and algorithm flag its default and where that default comes from: [MAPPO: ...] or
     [Async MAPPO: ...] for the papers, [ours...] for our own choice. The help texts are the fields' comments in Args."""
     source = (ROOT / script).read_text()
-    args = source[source.index("    # env\n") : source.index("    # computed")]
+    args = source[source.index("    # env\n") : source.index("\n\n\n", source.index("    # env\n"))]
     fields = re.findall(r"^    (\w+): .*?  # (.*)$", args, re.M)
     assert len(fields) >= 30, "the Args fields were not found"
     monkeypatch.setenv("COLUMNS", "400")  # one line per flag
