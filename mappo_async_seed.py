@@ -43,11 +43,11 @@ from popart import MaskedCategorical, PopArt, masked_mean
 @dataclass
 class Args:
     """MAPPO (Yu et al. 2022) acting asynchronously as in Async MAPPO (Fu et al. 2022): --num-envs envs in total,
-    stepped by --num-clients env clients in --num-splits splits each. The defaults are the paper's SMAC settings; --env-id
-    brings the paper's settings for its env family and map (each backend's presets(): SMAC Table 12, MPE
-    Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else ours for 2 cores). Any flag you pass
-    wins; each flag's help names its default's source. With --recurrent, on the maps of Async MAPPO's Table 2: its
-    batch magnification (num-envs) and sample reuse (epochs).
+    stepped by --num-clients env clients in --num-splits splits each.
+    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map (each
+    backend's presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
+    ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
+    With --recurrent, on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
     """
 
     # experiment

@@ -32,10 +32,10 @@ from popart import MaskedCategorical, PopArt, masked_mean
 
 @dataclass
 class Args:
-    """Recurrent MAPPO (Yu et al. 2022): MLP -> GRU actor and critic. The defaults are the paper's SMAC settings; --env-id
-    brings the paper's settings for its env family and map (each backend's presets(): SMAC Table 12, MPE
-    Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else ours for 2 cores). Any flag you pass
-    wins; each flag's help names its default's source.
+    """Recurrent MAPPO (Yu et al. 2022): MLP -> GRU actor and critic.
+    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map (each
+    backend's presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
+    ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
     """
 
     # experiment
