@@ -1,0 +1,93 @@
+"""The env adapters' contract (the comment above FrameStack in each script), checked the same way for every backend in
+mappo.py's registry: what reset() and step() return, their shapes and dtypes, auto-reset with the final observation
+kept, wins only where a side was wiped out, seeding; and the registry itself (one backend per id, presets that are
+Args fields). The other scripts carry the same backends (tests/test_shared_blocks.py)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import mappo
+from conftest import smaclite_missing
+
+OBSERVED = {"obs": np.float32, "env_state": np.float32, "avail": np.bool_, "alive": np.bool_}
+OUTCOME = {"reward": np.float32, "terminated": np.bool_, "truncated": np.bool_, "won": np.bool_}
+FINAL = ("final_obs", "final_state", "final_alive")
+# one id per backend; env counts that the rest of the suite compiles anyway (SMAX, Hanabi: 4 envs)
+CASES = {"SMAXVecEnv": "3m", "HanabiVecEnv": "hanabi", "MPEVecEnv": "simple_spread_v3", "SMACliteVecEnv": "smaclite/2s3z"}
+
+
+def random_actions(rng, avail: np.ndarray) -> np.ndarray:
+    return (rng.random(avail.shape) * avail).argmax(-1)  # (E,A) uniform over the available actions
+
+
+def check_observed(out: dict, envs, E: int):
+    A, O, S, U = envs.num_agents, envs.obs_dim, envs.state_dim, envs.num_actions
+    shapes = {"obs": (E, A, O), "env_state": (E, S), "avail": (E, A, U), "alive": (E, A)}
+    for key, dtype in OBSERVED.items():
+        assert out[key].shape == shapes[key] and out[key].dtype == dtype, (key, out[key].shape, out[key].dtype)
+    assert out["avail"].any(-1).all(), "every agent has an available action"
+    assert np.isfinite(out["obs"]).all() and np.isfinite(out["env_state"]).all()
+
+
+@pytest.mark.parametrize("backend", list(CASES))
+def test_env_contract(backend):
+    env_id = CASES[backend]
+    if backend == "SMACliteVecEnv" and smaclite_missing():
+        pytest.skip(smaclite_missing())
+    E = 4
+    envs = mappo.make_env(env_id, E, seed=7)
+    assert type(envs).__name__ == backend and isinstance(envs.has_wins, bool)
+    rng, out = np.random.default_rng(0), envs.reset()
+    check_observed(out, envs, E)
+    ended = 0
+    for _ in range(150):
+        before = out
+        out = envs.step(random_actions(rng, before["avail"]))
+        check_observed(out, envs, E)
+        for key, dtype in OUTCOME.items():
+            assert out[key].shape == (E,) and out[key].dtype == dtype, key
+        for key, like in zip(FINAL, ("obs", "env_state", "alive")):
+            assert out[key].shape == out[like].shape, key
+        done = out["terminated"] | out["truncated"]
+        assert not (out["terminated"] & out["truncated"]).any(), "a truncation is not a termination"
+        assert not (out["won"] & ~out["terminated"]).any(), "a win ends the episode by wiping a side out"
+        assert envs.has_wins or not out["won"].any()
+        # where the episode goes on, the final observation is the observation; where it ended, the env was reset
+        np.testing.assert_array_equal(out["final_obs"][~done], out["obs"][~done])
+        ended += done.sum()
+    assert ended > 0, "no episode ended in 150 random steps"
+    envs.close()
+
+
+@pytest.mark.parametrize("backend", [b for b in CASES if b != "SMACliteVecEnv"])
+def test_env_seeding(backend):
+    """Same seed, same first observations and the same steps; another seed, other ones."""
+    runs = []
+    for seed in (3, 3, 4):
+        envs = mappo.make_env(CASES[backend], 4, seed=seed)
+        out, rng = envs.reset(), np.random.default_rng(0)
+        trace = [out["obs"]]
+        for _ in range(5):
+            out = envs.step(random_actions(rng, out["avail"]))
+            trace.append(out["obs"])
+        runs.append(np.stack(trace))
+        envs.close()
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+
+
+def test_registry_one_backend_per_id_and_presets_are_args():
+    fields = {f.name for f in dataclasses.fields(mappo.Args)}
+    seen = {}
+    for backend in mappo.ENV_BACKENDS:
+        for env_id in backend.ids():
+            assert env_id not in seen, f"{env_id} is claimed by {seen[env_id]} and {backend.__name__}"
+            seen[env_id] = backend.__name__
+            assert mappo.env_backend(env_id) is backend
+            for paper_preset in (False, True):
+                assert set(backend.presets(env_id, paper_preset)) <= fields, (env_id, backend.presets(env_id, paper_preset))
+    assert {"3m", "hanabi", "simple_spread_v3"} <= set(seen)
+    assert mappo.SMAXVecEnv.presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
+    assert mappo.HanabiVecEnv.presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset
