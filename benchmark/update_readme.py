@@ -265,7 +265,8 @@ def hanabi() -> str:
 
 def hanabi_wall() -> str:
     """MAPPO on Hanabi at equal wall time on this machine: each side's training-score curve (per step, from its 10M
-    runs) read at the env step it reaches in T seconds at its speed measured here alone, in steady state: mappo.py's
+    runs) read at the env step it reaches in T seconds at its speed measured here alone, in steady state, up to the end
+    of JaxMARL's runs (their curve goes no further): mappo.py's
     from benchmark/throughput.py's Hanabi row, JaxMARL's from the median update of a run of its own alone
     (hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json: `bash benchmark/hanabi_10m.sh speed`). Start-up and compilation
     are left out on both sides, and so is our evaluation (JaxMARL's baseline has none). Per seed: ours, the median of
@@ -300,7 +301,7 @@ def hanabi_wall() -> str:
         + " |",
         "|---|---|---|",
     ]
-    for seconds in (300, 600, 900, int(end)):
+    for seconds in [s for s in (60, 120, 300, 600, 900) if s < end] + [int(end)]:  # within JaxMARL's curve
         cells = []
         for name, per_seed in curves.items():
             steps = sps[name] * seconds
