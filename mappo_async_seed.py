@@ -1054,10 +1054,13 @@ ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, SMAXVecEnv, SMACliteVecEnv)  # the regi
 
 def env_backend(env_id: str):
     """The backend of env_id; exits 2 with every valid id when there is none."""
-    backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)
-    check(backend or not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
-    valid = "".join(f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS)
-    check(backend is not None, f"unknown --env-id {env_id!r}. Valid ids:{valid}")
+    backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)  # MPE and Hanabi ids import nothing
+    if backend is None:
+        check(not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
+        valid = "".join(
+            f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS
+        )
+        check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}")
     return backend
 
 
