@@ -17,7 +17,7 @@
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py); MAPS picks
 # maps. Each run saves its actor after every update, then benchmark/jaxmarl_greedy_eval.py plays 32 greedy and 32
 # sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run is one jitted
-# scan and cannot resume: one cut short starts again (about an hour each here). Finished runs go to
+# scan and cannot resume: one cut short starts again, so start it early in a sitting. Finished runs go to
 # benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
 # (commit them) and are skipped; logs: <name>.log there, appended to.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON.
