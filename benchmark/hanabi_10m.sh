@@ -11,7 +11,7 @@
 #   bash benchmark/hanabi_10m.sh speed    # JaxMARL's mappo_ff_hanabi alone for 10 updates (its config, seed 1): its
 #                                         # steady-state SPS here, for the README's equal-wall-time reading. Run it
 #                                         # with nothing else running.
-# jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py). Each run
+# jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl/jaxmarl_baseline.py). Each run
 # is one jitted scan and cannot resume: a run cut short or failed leaves only OUT/runs/<name>.json (git-ignored; it is
 # moved to OUT when the run ends) and starts again; finished ones, in OUT (JAXMARL_OUT, default
 # benchmark/results/hanabi_10m_jaxmarl), are skipped (commit them); after a failure the others still run, and the
@@ -20,7 +20,7 @@ set -euo pipefail
 export ENV_IDS=hanabi TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} WORKERS=${WORKERS:-2}
 if [ "${1:-}" = speed ]; then
   cd "$(dirname "$0")/.."
-  JAX_PLATFORMS=cpu "${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}" benchmark/jaxmarl_baseline.py \
+  JAX_PLATFORMS=cpu "${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}" benchmark/jaxmarl/jaxmarl_baseline.py \
     --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" --baseline mappo_ff_hanabi --seed 1 --stop-at-step 1310720 \
     --out benchmark/results/hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json
   exit $?
@@ -43,7 +43,7 @@ sys.exit(not (own and len(r['rows']) == budget // m['steps_per_update']))" "$jso
         fi
         continue
       fi
-      if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_baseline.py --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" \
+      if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "${JAXMARL_DIR:-/work/jaxmarl-src}" \
         --baseline "$baseline" --seed "$seed" --stop-at-step "$TOTAL_TIMESTEPS" --out "$out/runs/${json##*/}" \
         >>"$log" 2>&1; then
         mv "$out/runs/${json##*/}" "$json"

@@ -106,4 +106,4 @@ elif [ "${1:-}" = plan ]; then
   exit 0
 fi
 plan | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
-"$PYTHON" benchmark/summarize.py "$OUT"
+"$PYTHON" benchmark/report/summarize.py "$OUT"

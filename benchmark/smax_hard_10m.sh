@@ -14,8 +14,8 @@
 #   bash benchmark/smax_hard_10m.sh plan   # the runs still to do, one command line each; runs nothing
 #   bash benchmark/smax_hard_10m.sh jaxmarl  # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config: TOTAL_TIMESTEPS
 #                                            # 1e7 is its 10M budget and schedule), same maps and seeds, one at a time
-# jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl_baseline.py); MAPS picks
-# maps. Each run saves its actor after every update, then benchmark/jaxmarl_greedy_eval.py plays 32 greedy and 32
+# jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl/jaxmarl_baseline.py); MAPS picks
+# maps. Each run saves its actor after every update, then benchmark/jaxmarl/jaxmarl_greedy_eval.py plays 32 greedy and 32
 # sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run is one jitted
 # scan and cannot resume: one cut short starts again, so start it early in a sitting. Finished runs go to
 # benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
@@ -36,7 +36,7 @@ jaxmarl() {
       name=mappo_rnn_smax_${map}_seed$seed log=$out/mappo_rnn_smax_${map}_seed$seed.log
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
         rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
-        if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
+        if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
           --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
           gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
         else
@@ -46,7 +46,7 @@ jaxmarl() {
       for mode in greedy sampled; do  # then evaluate its snapshots, where not done yet
         [ ! -e "$out/${name}_$mode.json" ] || continue
         gunzip -c "$out/$name.json.gz" >"$out/runs/$name.json"
-        JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$out/runs/$name" \
+        JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$out/runs/$name" \
           --run-json "$out/runs/$name.json" --every 10 --last 10 $([ "$mode" = greedy ] || echo --sample) \
           --out "$out/${name}_$mode.json" >>"$log" 2>&1 || { echo "failed: $mode evaluation of $name, see $log" >&2; failed=1; }
       done
@@ -79,4 +79,4 @@ case ${1:-} in
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
-for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/summarize.py "benchmark/results/smax_hard_10m_$s"; done
+for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done

@@ -1,5 +1,5 @@
-"""benchmark/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
-benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/async_throughput.py's table
+"""benchmark/report/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
+benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/measure/async_throughput.py's table
 and simulated env."""
 
 import gzip
@@ -16,7 +16,7 @@ import torch
 
 from conftest import ROOT, run_dirs
 
-sys.path.insert(0, str(ROOT / "benchmark"))
+sys.path[:0] = [str(ROOT / "benchmark" / role) for role in ("measure", "report")]  # the tools tested here
 import summarize  # noqa: E402
 
 # per (map, seed): the win rates of the last 10 evaluations; two earlier evaluations of 0 come before them
@@ -124,7 +124,7 @@ def test_several_folders_side_by_side(tmp_path):
     write_run(second, "5m_vs_6m", 1, [0.9] * 10, script="ippo")
     write_run(second, "5m_vs_6m", 2, [1.0] * 8)  # mappo seed 2 again, 10 evaluations: left out
     write_run(second, "3m", 1, [0.8] * 12)  # mappo 3m seed 1 again, 14 evaluations: counts instead of the first
-    cli = [sys.executable, str(ROOT / "benchmark" / "summarize.py"), str(first), str(second)]
+    cli = [sys.executable, str(ROOT / "benchmark" / "report" / "summarize.py"), str(first), str(second)]
     refused = subprocess.run(cli, capture_output=True, text=True)
     assert refused.returncode != 0 and "--out" in refused.stderr and not (first / "summary.md").exists()
     done = subprocess.run(cli + ["--out", str(out)], capture_output=True, text=True)
@@ -200,7 +200,7 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
 
 
 def test_async_throughput_table():
-    """benchmark/async_throughput.py's table: each run against mappo.py on the same env, and against one split with the
+    """benchmark/measure/async_throughput.py's table: each run against mappo.py on the same env, and against one split with the
     same number of clients"""
     import async_throughput
 
@@ -250,7 +250,7 @@ def test_throughput_rows_of_envs_not_measured_again_stay(tmp_path):
 
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     """update_readme's Hanabi table: ours from summarize.py's summary (median of the last 10 rollouts' training
-    scores), JaxMARL's from benchmark/jaxmarl_baseline.py's rows (the last update's), seeds in order"""
+    scores), JaxMARL's from benchmark/jaxmarl/jaxmarl_baseline.py's rows (the last update's), seeds in order"""
     import update_readme
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
@@ -273,7 +273,7 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     (tmp_path / "throughput.json").write_text(json.dumps([dict(env_id="3m", sps=1.0), hanabi_speed]))
     assert update_readme.hanabi().splitlines()[4:] == [
         "",
-        "SPS on this machine, each run alone, in steady state: mappo.py 860 (`benchmark/throughput.py`: its update is 87% of"
+        "SPS on this machine, each run alone, in steady state: mappo.py 860 (`benchmark/measure/throughput.py`: its update is 87% of"
         " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of a run alone: `bash benchmark/hanabi_10m.sh"
         " speed` for MAPPO, its 10M runs for IPPO).",
     ]  # the median seed (2): 100 steps in its median update, 2 s (not its mean, 2.45 s)

@@ -1,4 +1,4 @@
-"""benchmark/jaxmarl_baseline.py, checked without a JaxMARL checkout. Actor snapshots: the hook goes on the first
+"""benchmark/jaxmarl/jaxmarl_baseline.py, checked without a JaxMARL checkout. Actor snapshots: the hook goes on the first
 optimiser chain built (the actor's) only, leaves the optimiser's steps unchanged, and saves the parameters that each
 update's last step leaves, inside a jitted scan as in the baseline. Rows: what the baseline's wandb.log calls become,
 for the SMAX baseline and for the Hanabi ones (no win rate)."""
@@ -15,7 +15,8 @@ import optax
 import pytest
 from flax import serialization
 
-RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmark", "jaxmarl_baseline.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNNER = os.path.join(ROOT, "benchmark", "jaxmarl", "jaxmarl_baseline.py")
 
 
 def load_runner():

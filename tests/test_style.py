@@ -18,14 +18,16 @@ def test_ruff_format_and_lint():
 
 
 def test_readme_is_what_update_readme_writes():
-    """Every number in README.md is written by benchmark/update_readme.py from benchmark/results (or from the scripts:
+    """Every number in README.md is written by benchmark/report/update_readme.py from benchmark/results (or from the scripts:
     their sizes, and the lines the links point to): the README must be exactly what it would write now."""
-    proc = subprocess.run([sys.executable, "benchmark/update_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "benchmark/report/update_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def test_update_readme_rewrites_stale_numbers():
-    sys.path.insert(0, str(ROOT / "benchmark"))
+    sys.path.insert(0, str(ROOT / "benchmark" / "report"))
     import update_readme
 
     stale = 'ippo.py is <!-- gen diff ippo.py -->999<!-- /gen --> lines off; [GAE](mappo.py#L1 "def compute_gae(")'

@@ -5,8 +5,8 @@
 - the line numbers of links into the scripts, written `[text](mappo.py#L123 "def compute_gae")`: the title is the
   text of the line the link points to, and the number is rewritten to the first line that contains it.
 
-    python benchmark/update_readme.py           # rewrite README.md
-    python benchmark/update_readme.py --check   # exit 1 if README.md is not what this would write (tests run this)
+    python benchmark/report/update_readme.py           # rewrite README.md
+    python benchmark/report/update_readme.py --check   # exit 1 if README.md is not what this would write (tests run this)
 """
 
 import argparse
@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "benchmark", "results")
 
 
@@ -89,7 +89,7 @@ SMAX_SETTINGS = {
 def jaxmarl_smax(folder: str) -> list[dict]:
     """JaxMARL's runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh jaxmarl`) as summarize.py's rows: per
     map, each seed's median over its last 10 updates of the greedy and of the sampled evaluation of their actors
-    (benchmark/jaxmarl_greedy_eval.py) and of its logged training win rate; the env steps and wall time of its end."""
+    (benchmark/jaxmarl/jaxmarl_greedy_eval.py) and of its logged training win rate; the env steps and wall time of its end."""
     import gzip
 
     runs = {}
@@ -151,7 +151,7 @@ def smax_10m(*folders: str) -> str:
 
 
 def jaxmarl_pairs() -> list[dict]:
-    """The seed pairs of benchmark/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
+    """The seed pairs of benchmark/jaxmarl/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
     this machine), one summary.json per folder benchmark/results/jaxmarl_compare*."""
     return [load(f"{d}/summary.json") for d in sorted(os.listdir(RESULTS)) if d.startswith("jaxmarl_compare")]
 
@@ -184,17 +184,17 @@ def jaxmarl() -> str:
 
 
 def install() -> str:
-    """What the two install lines download (benchmark/install_size.py)."""
+    """What the two install lines download (benchmark/measure/install_size.py)."""
     r = load("install.json")
     return (
-        f"Downloads, measured with `python benchmark/install_size.py` on Python {r['python']}: about "
+        f"Downloads, measured with `python benchmark/measure/install_size.py` on Python {r['python']}: about "
         f"{r['cpu_install_mb']} MB for the CPU-only lines (torch's CPU wheel is {r['torch_cpu_mb']} MB), about "
         f"{r['gpu_install_mb'] / 1e3:.1f} GB for the GPU line (CUDA libraries included)."
     )
 
 
 def throughput() -> str:
-    """mappo.py's training throughput beside raw env stepping (benchmark/throughput.py)."""
+    """mappo.py's training throughput beside raw env stepping (benchmark/measure/throughput.py)."""
     rows = load("throughput.json")
     out = [
         "| env | envs | raw env SPS | mappo.py SPS | ratio | s per iteration: env / update / rest |",
@@ -227,7 +227,7 @@ def hanabi() -> str:
     steps (benchmark/hanabi_10m.sh; its `jaxmarl` mode for JaxMARL's runs). Both sides' training score over the last
     ~130k env steps of each run: ours, the median over the last 10 rollouts (128 envs x 100 steps each) of the mean
     score of the episodes that ended in the rollout; JaxMARL's, its last logged value (one update of 1024 envs x 128
-    steps): the mean over its envs of each one's last ended episode. Then, once benchmark/throughput.py has a Hanabi row
+    steps): the mean over its envs of each one's last ended episode. Then, once benchmark/measure/throughput.py has a Hanabi row
     and JaxMARL's runs exist, the speeds: mappo.py's from that row, JaxMARL's from the wall times of its runs' updates."""
     jaxmarl_dir, out, speed = os.path.join(RESULTS, "hanabi_10m_jaxmarl"), [], {}
     jaxmarl_files = os.listdir(jaxmarl_dir) if os.path.isdir(jaxmarl_dir) else []
@@ -257,7 +257,7 @@ def hanabi() -> str:
     r = next((r for r in throughput if r["env_id"] == "hanabi"), None)
     if r and speed:  # the speeds, where both sides were measured
         speeds = ", ".join(f"{name} {sps:.0f}" for name, sps in speed.items())
-        table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/throughput.py`: "
+        table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/measure/throughput.py`: "
                   f"its update is {r['update_s'] / r['iteration_s']:.0%} of an iteration); {speeds} (the median update of "
                   "a run alone: `bash benchmark/hanabi_10m.sh speed` for MAPPO, its 10M runs for IPPO)."]  # fmt: skip
     return "\n".join(table)
@@ -267,7 +267,7 @@ def hanabi_wall() -> str:
     """MAPPO on Hanabi at equal wall time on this machine: each side's training-score curve (per step, from its 10M
     runs) read at the env step it reaches in T seconds at its speed measured here alone, in steady state, up to the end
     of JaxMARL's runs (their curve goes no further): mappo.py's
-    from benchmark/throughput.py's Hanabi row, JaxMARL's from the median update of a run of its own alone
+    from benchmark/measure/throughput.py's Hanabi row, JaxMARL's from the median update of a run of its own alone
     (hanabi_10m_jaxmarl/speed_mappo_ff_hanabi.json: `bash benchmark/hanabi_10m.sh speed`). Start-up and compilation
     are left out on both sides, and so is our evaluation (JaxMARL's baseline has none). Per seed: ours, the median of
     the last 10 rollouts' score up to that step; JaxMARL's, its last logged score up to that step; then the median."""
@@ -327,8 +327,9 @@ def jaxmarl_sps(run: dict) -> float:
 
 
 def async_throughput() -> str:
-    """mappo_async_seed.py's SPS beside mappo.py's (benchmark/async_throughput.py)"""
-    from async_throughput import table  # benchmark/ is on the path of a script run from it
+    """mappo_async_seed.py's SPS beside mappo.py's (benchmark/measure/async_throughput.py)"""
+    sys.path.insert(0, os.path.join(ROOT, "benchmark", "measure"))
+    from async_throughput import table  # the measurement tool writes the table it measured
 
     return table(load("async_throughput.json"))
 
@@ -369,7 +370,7 @@ def main():
     new = render(readme)
     if opts.check:
         if new != readme:
-            sys.exit("README.md is not what benchmark/update_readme.py writes: run it and commit the result")
+            sys.exit("README.md is not what benchmark/report/update_readme.py writes: run it and commit the result")
         return
     with open(path, "w") as f:
         f.write(new)

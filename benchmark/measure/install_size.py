@@ -2,7 +2,7 @@
 PyTorch's CPU wheel (CPU only) or as PyPI's CUDA build and the CUDA libraries it requires (GPU). Writes
 benchmark/results/install.json, which README.md quotes.
 
-    python benchmark/install_size.py [--cpu-torch-wheel PATH]
+    python benchmark/measure/install_size.py [--cpu-torch-wheel PATH]
 
 pip runs with --isolated (no pip.conf: PyPI and the CPU index only). Where download.pytorch.org cannot be reached,
 --cpu-torch-wheel gives a copy of its CPU wheel to measure instead (the file, not a build of it).
@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

@@ -2,7 +2,7 @@
 with our scripts on the same machine:
 
 - mappo_rnn_smax: baselines/MAPPO/mappo_rnn_smax.py, config mappo_homogenous_rnn_smax.yaml (recurrent MAPPO on SMAX,
-  against mappo_rnn.py in benchmark/compare_jaxmarl.py);
+  against mappo_rnn.py in benchmark/jaxmarl/compare_jaxmarl.py);
 - ippo_ff_hanabi: baselines/IPPO/ippo_ff_hanabi.py, config ippo_ff_hanabi.yaml (against ippo.py --env-id hanabi);
 - mappo_ff_hanabi: baselines/MAPPO/mappo_ff_hanabi.py, config mappo_homogenous_ff_hanabi.yaml (against mappo.py).
 
@@ -14,7 +14,7 @@ fixed PRNGKey(50) and no SEED in its config). wandb is replaced: `wandb.init` is
 baseline calls from a jax.experimental.io_callback once per update, appends a row to --out.
 With --snapshot-dir (mappo_rnn_smax only), the module's `optax` is also swapped for a view of optax that appends a
 pass-through transform to the actor's optimiser chain, which saves the actor after every update (ActorSnapshots) for
-benchmark/jaxmarl_greedy_eval.py; the training itself is unchanged (same returns with and without it).
+benchmark/jaxmarl/jaxmarl_greedy_eval.py; the training itself is unchanged (same returns with and without it).
 
 Install (a separate venv, not the repo's; JAX on the CPU). JaxMARL commit c793d095618c6d3edfb5632802348f57b70a4b94
 (master, 2026-07-21, "Merge pull request #191"; package version 0.2.0). Its robotarium git submodule is not needed:
@@ -31,9 +31,9 @@ tfp-nightly.)
 
 Run (recurrent MAPPO on 3m, stop 5 updates after the train win rate first reaches 0.8; Hanabi IPPO at 10M steps):
 
-    JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl_baseline.py \
+    JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl/jaxmarl_baseline.py \
         --baseline mappo_rnn_smax --map 3m --seed 0 --stop-at-win-rate 0.8 --extra-updates 5 --out 3m_s0.json
-    ... benchmark/jaxmarl_baseline.py --baseline mappo_ff_hanabi --stop-at-step 10000000 --seed 1 --out mappo_s1.json
+    ... benchmark/jaxmarl/jaxmarl_baseline.py --baseline mappo_ff_hanabi --stop-at-step 10000000 --seed 1 --out mappo_s1.json
 
 A budget below the config's TOTAL_TIMESTEPS: mappo_ff_hanabi anneals its learning rate to 0 over TOTAL_TIMESTEPS (1e10),
 so --total-timesteps 10000000 would be another schedule (its rate at 0 after 76 updates); --stop-at-step keeps the
@@ -148,7 +148,7 @@ class Recorder:
         self.args, self.config, self.num_updates, self.batch_steps = args, config, num_updates, batch_steps
         self.rows, self.reached, self.done = [], None, threading.Event()
         self.meta = dict(
-            runner="benchmark/jaxmarl_baseline.py",
+            runner="benchmark/jaxmarl/jaxmarl_baseline.py",
             baseline=args.baseline,
             jaxmarl_dir=os.path.abspath(args.jaxmarl_dir),
             map=args.map,
@@ -234,7 +234,7 @@ class Recorder:
 
 class ActorSnapshots:
     """Writes the actor's parameters after each update to --snapshot-dir (actor_UUUU.msgpack, and index.json with the
-    update, env step and wall time of each), for benchmark/jaxmarl_greedy_eval.py to evaluate afterwards.
+    update, env step and wall time of each), for benchmark/jaxmarl/jaxmarl_greedy_eval.py to evaluate afterwards.
 
     The parameters live inside the baseline's one jitted scan. A pass-through optax transform appended to the actor's
     optimiser chain sees them at every optimiser step: it hands params + updates (the parameters that step leaves)

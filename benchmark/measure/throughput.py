@@ -1,7 +1,7 @@
 """mappo.py's training throughput next to raw env stepping (uniformly random available actions) at the same number
 of envs, measured in one run of this script, and where an iteration's time goes.
 
-    python benchmark/throughput.py [--env-ids 3m smaclite/2s3z hanabi] [--iterations 8]
+    python benchmark/measure/throughput.py [--env-ids 3m smaclite/2s3z hanabi] [--iterations 8]
 
 Writes benchmark/results/throughput.md and .json; rows of envs not measured this time stay as they were. Both sides run
 on the CPU here unless --cuda is passed.
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 import mappo  # noqa: E402
 
@@ -119,7 +119,7 @@ def main():
     rows = merge_rows(opts.out + ".json", rows)
     lines = [
         f"{measured} measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on "
-        f"{'cuda' if opts.cuda else 'cpu'}: `python benchmark/throughput.py --env-ids {' '.join(opts.env_ids)} --iterations "
+        f"{'cuda' if opts.cuda else 'cpu'}: `python benchmark/measure/throughput.py --env-ids {' '.join(opts.env_ids)} --iterations "
         f"{opts.iterations}`; any other row is from an earlier run of it.",
         "",
         "| env | envs | raw env SPS | mappo.py SPS | ratio | ceiling | s / iteration: env | update "

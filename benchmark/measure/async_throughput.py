@@ -6,8 +6,8 @@ one after the other, on three kinds of env:
 - SMAX 3m as it is (all envs of a process in one jitted call);
 - SMAClite 2s3z, a CPU-bound simulator in pure Python (SMAClite has no 3m; 2s3z is its smallest map).
 
-    python benchmark/async_throughput.py                 # every row (about an hour on 2 cores)
-    python benchmark/async_throughput.py --envs sim-3m   # one kind
+    python benchmark/measure/async_throughput.py                 # every row (about an hour on 2 cores)
+    python benchmark/measure/async_throughput.py --envs sim-3m   # one kind
 
 SPS is the steady state: env steps between the first and the last update over the wall time between them (start-up,
 compilation and the first rollout left out; no evaluation). Each row also has where the time went, per update: the
@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "benchmark", "results", "async_throughput.json")
 ENVS = {  # name -> label, env flags, the async script's own (SMAClite: one env worker process per split, where mappo.py
     # has one per core), seconds of sleep per env step, updates per run

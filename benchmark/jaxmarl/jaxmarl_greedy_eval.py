@@ -1,4 +1,4 @@
-"""Greedy evaluation of the actor snapshots that `benchmark/jaxmarl_baseline.py --snapshot-dir DIR` saved from
+"""Greedy evaluation of the actor snapshots that `benchmark/jaxmarl/jaxmarl_baseline.py --snapshot-dir DIR` saved from
 JaxMARL's recurrent MAPPO baseline, by mappo_rnn.py's protocol: --episodes episodes (default 32) on separate envs,
 each from a zero GRU state, every agent taking the most likely available action. A win is an episode that ends
 with all enemies dead and at least one ally alive (the won flag of mappo.py's SMAX adapter).
@@ -7,9 +7,9 @@ This gives JaxMARL's run the same metric as mappo_rnn.py's eval/win_rate, so wal
 compared on equal terms (the baseline itself logs only the training win rate of its stochastic policy). The wall
 time of a snapshot is when the training run had it; the evaluation runs afterwards and is not charged to the run.
 
-Run in the JaxMARL venv (see benchmark/jaxmarl_baseline.py); the network is the baseline's own ActorRNN:
+Run in the JaxMARL venv (see benchmark/jaxmarl/jaxmarl_baseline.py); the network is the baseline's own ActorRNN:
 
-    JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl_greedy_eval.py --jaxmarl-dir /work/jaxmarl-src \\
+    JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir /work/jaxmarl-src \\
         --snapshot-dir DIR --run-json RUN.json --out EVAL.json
 
 --run-json is the runner's --out (its "config" gives the map, env kwargs and network sizes).

@@ -6,8 +6,8 @@ those SMAC win rates over seeds and maps with a 95% stratified-bootstrap interva
 summary.json (what README.md's tables are made of) and curves.png; with --marl-eval also marl_eval.json (marl-eval's
 raw-data layout, every evaluation of every run).
 
-    python benchmark/summarize.py benchmark/results/mappo
-    python benchmark/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out /tmp/compare --marl-eval
+    python benchmark/report/summarize.py benchmark/results/mappo
+    python benchmark/report/summarize.py benchmark/results/{mappo,ippo,mappo_rnn} --out /tmp/compare --marl-eval
 
 The files go to --out, by default the folder read (with several folders --out is required). Runs are grouped by
 script and env: keep one configuration of a script per summary.

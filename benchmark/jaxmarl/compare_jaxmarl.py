@@ -1,16 +1,16 @@
 """Wall-clock time to a train win rate of 0.8 on SMAX 3m: JaxMARL's own recurrent MAPPO (its defaults, through
-benchmark/jaxmarl_baseline.py) against `mappo_rnn.py --env-id 3m` (our defaults), one after the other on the same
+benchmark/jaxmarl/jaxmarl_baseline.py) against `mappo_rnn.py --env-id 3m` (our defaults), one after the other on the same
 machine, each alone. Writes summary.md, summary.json and curves_walltime.png into --out.
 
-    python benchmark/compare_jaxmarl.py --jaxmarl-dir /work/jaxmarl-src --jaxmarl-python /work/jaxmarl-venv/bin/python
+    python benchmark/jaxmarl/compare_jaxmarl.py --jaxmarl-dir /work/jaxmarl-src --jaxmarl-python /work/jaxmarl-venv/bin/python
 
-(see benchmark/jaxmarl_baseline.py for the JaxMARL checkout and its venv). Both metrics are *training* win rates of
+(see benchmark/jaxmarl/jaxmarl_baseline.py for the JaxMARL checkout and its venv). Both metrics are *training* win rates of
 the stochastic policy: JaxMARL's `win_rate` (won episodes over the episodes that ended in one update's rollout, 128
 envs x 128 steps) and our `charts/win_rate` (the same over one 8 x 400 rollout). One of our rollouts ends about 100
 episodes, one of JaxMARL's about 500, so ours is noisier: the table also gives our first time at which the episodes
 of the last 5 rollouts together (about 500) reach the threshold, and our first greedy evaluation (32 episodes) that
 does. For greedy play on both sides, JaxMARL's run saves its actor after every update and
-benchmark/jaxmarl_greedy_eval.py evaluates each snapshot by our protocol once the run is over. Wall time counts from
+benchmark/jaxmarl/jaxmarl_greedy_eval.py evaluates each snapshot by our protocol once the run is over. Wall time counts from
 the launch of each process (imports and JIT compilation included).
 """
 
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def read_events(run_dir: str, tag: str) -> list[tuple[int, float, float]]:
@@ -99,12 +99,17 @@ def jaxmarl_paths(args, out_dir: str) -> tuple[str, str, str]:
 
 def run_jaxmarl(args, out_dir: str) -> dict:
     """JaxMARL's baseline with its actor saved after every update, then those snapshots evaluated greedily by
-    benchmark/jaxmarl_greedy_eval.py (after the run, so the run is timed alone)."""
+    benchmark/jaxmarl/jaxmarl_greedy_eval.py (after the run, so the run is timed alone)."""
     out, evals_out, snapshots = jaxmarl_paths(args, out_dir)
-    cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_baseline.py"), "--jaxmarl-dir", args.jaxmarl_dir]
+    cmd = [
+        args.jaxmarl_python,
+        os.path.join(ROOT, "benchmark", "jaxmarl", "jaxmarl_baseline.py"),
+        "--jaxmarl-dir",
+        args.jaxmarl_dir,
+    ]
     cmd += ["--map", args.map, "--seed", str(args.jaxmarl_seed), "--out", out, "--snapshot-dir", snapshots]
     cmd += ["--stop-at-win-rate", str(args.threshold), "--extra-updates", str(args.extra_updates)]
-    eval_cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl_greedy_eval.py"), "--jaxmarl-dir"]
+    eval_cmd = [args.jaxmarl_python, os.path.join(ROOT, "benchmark", "jaxmarl", "jaxmarl_greedy_eval.py"), "--jaxmarl-dir"]
     eval_cmd += [args.jaxmarl_dir, "--snapshot-dir", snapshots, "--run-json", out, "--out", evals_out]
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     if not (args.reuse_jaxmarl and os.path.exists(out)):
