@@ -319,10 +319,10 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     out = tmp_path_factory.mktemp("results")
     shutil.copy(ROOT / "benchmark/results/anchors.json", out)
     monkeypatch.setattr(update_readme, "RESULTS", str(out))
-    assert update_readme.smax_10m("mappo_10m").startswith("(not finished yet: `bash benchmark/mappo_10m.sh`)")
-    (out / "mappo_10m").mkdir()
-    shutil.copy(results / "summary.json", out / "mappo_10m")
-    table = update_readme.smax_10m("mappo_10m")
+    assert update_readme.smax_10m("smax_10m_mappo").startswith("(not finished yet: `bash benchmark/smax_10m.sh`)")
+    (out / "smax_10m_mappo").mkdir()
+    shutil.copy(results / "summary.json", out / "smax_10m_mappo")
+    table = update_readme.smax_10m("smax_10m_mappo")
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
     assert rows[0][1:8] == ["mappo.py, paper (Table 12)", "jaxmarl 0.2.0", "3", "0.0384M", "80, 90, 100", "-", "50, 60, 40"]
     assert rows[0][8].startswith("0.0 h (2-core CPU")  # 120 s each
@@ -338,7 +338,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         r.update(sampled_scores=[70.0, 75.0, 81.25]) if r.get("env_id") == "2s3z" else None
     (out / "smax_hard_10m_table2").mkdir()
     (out / "smax_hard_10m_table2/summary.json").write_text(json.dumps(summary))
-    both = update_readme.smax_10m("mappo_10m", "smax_hard_10m_table2")
+    both = update_readme.smax_10m("smax_10m_mappo", "smax_hard_10m_table2")
     rows = [line.split(" | ") for line in both.splitlines() if line.startswith("| 2s3z |")]
     assert [r[1] for r in rows] == ["mappo.py, paper (Table 12)", "mappo_rnn.py, Async MAPPO Table 2: 60 envs, 10 epochs"] + [
         mava[0]
@@ -366,12 +366,12 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
 
 
 def test_the_10m_summary_recomputes_from_the_committed_histories(tmp_path):
-    """benchmark/results/mappo_10m/kept/ holds each run's evaluation history (its eval_summary.json, gzipped):
+    """benchmark/results/smax_10m_mappo/kept/ holds each run's evaluation history (its eval_summary.json, gzipped):
     summarize.py on a copy gives the committed summary.json, from which update_readme writes the README's table."""
-    shutil.copytree(ROOT / "benchmark/results/mappo_10m/kept", tmp_path / "kept")
+    shutil.copytree(ROOT / "benchmark/results/smax_10m_mappo/kept", tmp_path / "kept")
     summarize.main(str(tmp_path))
     recomputed = json.loads((tmp_path / "summary.json").read_text())
-    assert recomputed == json.loads((ROOT / "benchmark/results/mappo_10m/summary.json").read_text())
+    assert recomputed == json.loads((ROOT / "benchmark/results/smax_10m_mappo/summary.json").read_text())
     assert sum(len(r["scores"]) for r in recomputed if "env_id" in r) == 9
 
 

@@ -205,7 +205,7 @@ def main():
     p.add_argument("--ours-timesteps", type=int, default=2_000_000, help="our budget if the threshold is never reached")
     p.add_argument("--eval-window", type=float, default=30.0, help="seconds of evaluations averaged in one table row")
     p.add_argument("--reuse-jaxmarl", action="store_true", help="keep an earlier JaxMARL result in --out, run ours only")
-    p.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "jaxmarl_compare"))
+    p.add_argument("--out", default=os.path.join(ROOT, "benchmark", "results", "walltime_3m_seed1"))
     p.add_argument("--summary-only", action="store_true", help="run nothing: write summary and plot from summary.json")
     args = p.parse_args()
     if args.summary_only:  # the measured rows as they are; commands stored with absolute paths are shown relative

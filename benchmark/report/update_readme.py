@@ -79,7 +79,7 @@ def sc2_reference() -> str:
 # the pinned jaxmarl release (requirements.txt); Mava's published runs an earlier one (before that release's fixes).
 SMAX_VERSION = "jaxmarl 0.2.0"
 SMAX_SETTINGS = {
-    "mappo_10m": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
+    "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run here", "2-core CPU"),
@@ -123,7 +123,7 @@ def smax_10m(*folders: str) -> str:
     jaxmarl = [f for f in folders if f.endswith("_jaxmarl") and os.path.isdir(os.path.join(RESULTS, f))]
     done += [f for f in jaxmarl if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
     if not done:
-        return f"(not finished yet: `bash benchmark/{'mappo_10m' if folders == ('mappo_10m',) else 'smax_hard_10m'}.sh`)"
+        return f"(not finished yet: `bash benchmark/{'smax_10m' if folders == ('smax_10m_mappo',) else 'smax_hard_10m'}.sh`)"
     anchors, ours = load("anchors.json"), {}
     for folder in done:
         for r in jaxmarl_smax(folder) if folder.endswith("_jaxmarl") else load(f"{folder}/summary.json"):
@@ -152,8 +152,8 @@ def smax_10m(*folders: str) -> str:
 
 def jaxmarl_pairs() -> list[dict]:
     """The seed pairs of benchmark/jaxmarl/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
-    this machine), one summary.json per folder benchmark/results/jaxmarl_compare*."""
-    return [load(f"{d}/summary.json") for d in sorted(os.listdir(RESULTS)) if d.startswith("jaxmarl_compare")]
+    this machine), one summary.json per folder benchmark/results/walltime_3m_*."""
+    return [load(f"{d}/summary.json") for d in sorted(os.listdir(RESULTS)) if d.startswith("walltime_3m_")]
 
 
 def jaxmarl() -> str:
