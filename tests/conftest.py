@@ -19,9 +19,9 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # the 
 
 
 def pytest_collection_modifyitems(items):
-    """test_async_seed.py last: its env clients, two processes on 2 cores, then read SMAX from the compilation cache that
+    """test_mappo_async_seed.py last: its env clients, two processes on 2 cores, then read SMAX from the compilation cache that
     the other files filled instead of compiling it at once, side by side (its SIGINT test: 67 s first, 27 s last)."""
-    items.sort(key=lambda item: item.path.name == "test_async_seed.py")  # a stable sort: the order is kept otherwise
+    items.sort(key=lambda item: item.path.name == "test_mappo_async_seed.py")  # a stable sort: the order is kept otherwise
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import eval_only_win_rate, read_scalars, run_dirs
-from test_mappo_script import TWO_UPDATES, check_smoke
+from test_runs import TWO_UPDATES, check_smoke
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch")
 

@@ -1,4 +1,4 @@
-"""ippo.py: MAPPO with a decentralised critic. Its smoke runs are in test_mappo_script.py; here the critic's input."""
+"""ippo.py: MAPPO with a decentralised critic. Its smoke runs are in test_runs.py; here the critic's input."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import torch
 
 import ippo
 from conftest import read_scalars, run_dirs
-from test_mappo_script import SMALL
+from test_runs import SMALL
 
 
 def test_critic_input_is_local_observation_and_id():

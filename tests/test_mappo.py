@@ -1,3 +1,7 @@
+"""mappo.py's parts one at a time: GAE, the actor's and critic's inputs, presets, networks, the frame stack, the
+progress line. The other scripts carry the same parts (tests/test_shared_blocks.py).
+"""
+
 import numpy as np
 import pytest
 import torch
