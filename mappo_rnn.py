@@ -852,15 +852,16 @@ def check(condition: bool, message: str):
 @contextlib.contextmanager
 def quiet():
     """Silences stdout down to file descriptor 1: importing jaxmarl prints about optional submodules (and swaps
-    sys.stdout), SMAClite about its RVO2 port."""
+    sys.stdout and sys.stderr: both are put back, or later error messages would miss a caller's capture), SMAClite
+    about its RVO2 port."""
     sys.stdout.flush()
-    saved_fd, saved_stdout = os.dup(1), sys.stdout
+    saved_fd, saved_stdout, saved_stderr = os.dup(1), sys.stdout, sys.stderr
     with open(os.devnull, "w") as devnull:
         os.dup2(devnull.fileno(), 1)
         try:
             yield
         finally:
-            sys.stdout = saved_stdout
+            sys.stdout, sys.stderr = saved_stdout, saved_stderr
             os.dup2(saved_fd, 1)
             os.close(saved_fd)
 

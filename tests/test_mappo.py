@@ -257,3 +257,15 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     run.has_wins, run.latest = False, {"charts/SPS": 12345, "charts/episodic_return": -123.456, "eval/episodic_return": -99.0}
     run.show_progress(12800, force=True)
     assert capsys.readouterr().out.startswith("\r\033[Kstep 12800/10000000 SPS 12345 ETA 0:13:29 return -123.46 eval -99.00")
+
+
+def test_quiet_puts_back_stdout_and_stderr():
+    """Importing jaxmarl swaps sys.stdout and sys.stderr; quiet() puts both back, or the argument errors printed after
+    the first SMAX import would miss a caller's capture (and tests/test_ippo.py's check of one failed when run alone)."""
+    import io
+    import sys
+
+    out, err = sys.stdout, sys.stderr
+    with mappo.quiet():
+        sys.stdout, sys.stderr = io.StringIO(), io.StringIO()  # as the import does
+    assert sys.stdout is out and sys.stderr is err
