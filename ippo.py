@@ -822,6 +822,24 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
+def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
+    """The paper's metric, the median of the last 10 evaluations, of each score, and every evaluation. evals: one row
+    per evaluation: step, win rate, return, wall time, training score (of the rollout before it), then the sampled
+    win rate and return (NaN without --eval-sampled). Without wins (MPE, Hanabi) the win rates are None."""
+    last = np.array(evals[-10:])
+    summary = dict(wall_time=evals[-1][3], median_return=float(np.median(last[:, 2])))
+    summary["median_win_rate"] = float(np.median(last[:, 1])) if has_wins else None
+    train = "train_win_rate" if has_wins else "train_return"
+    summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
+    if not np.isnan(last[:, 6]).all():  # --eval-sampled
+        summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
+        summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if has_wins else None
+    win = ("win_rate", "sampled_win_rate") if has_wins else (None, None)
+    keys = ("step", win[0], "episodic_return", "wall_time", train, win[1], "sampled_return")
+    summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in evals]  # NaN: left out
+    return summary
+
+
 class Run:
     """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard (W&B with --track), shows
     progress (a status line on a terminal, a line every 30 s when piped), and makes Ctrl-C or SIGTERM a stop at the next
@@ -923,23 +941,15 @@ class Run:
         if self.signals or self.args.save_model or self.args.resume:
             self.save()
             print(f"checkpoint at step {self.global_step}: {self.path}")
-        if self.evals:  # rows: step, eval win rate, eval return, wall time, training score, sampled win rate, return
-            last, path = np.array(self.evals[-10:]), f"runs/{self.run_name}/eval_summary.json"
+        if self.evals:
+            path = f"runs/{self.run_name}/eval_summary.json"
             summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
-            summary.update(wall_time=self.evals[-1][3], median_return=float(np.median(last[:, 2])))
-            summary["median_win_rate"] = float(np.median(last[:, 1])) if self.has_wins else None  # MPE has no win
-            train = "train_win_rate" if self.has_wins else "train_return"  # of the rollout before each evaluation
-            summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
-            if not np.isnan(last[:, 6]).all():  # --eval-sampled
-                summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
-                summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if self.has_wins else None
-            win = ("win_rate", "sampled_win_rate") if self.has_wins else (None, None)
-            keys = ("step", win[0], "episodic_return", "wall_time", train, win[1], "sampled_return")
-            summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in self.evals]  # NaN: left out
+            summary.update(eval_summary(self.evals, self.has_wins))
             with open(path, "w") as f:
                 json.dump(summary, f, indent=1)
-            win = f"win rate {summary['median_win_rate']:.3f}, " if self.has_wins else ""
-            print(f"median of the last {len(last)} evaluations: {win}return {summary['median_return']:.3f} ({path})")
+            scores = f"win rate {summary['median_win_rate']:.3f}, " if self.has_wins else ""
+            scores += f"return {summary['median_return']:.3f}"
+            print(f"median of the last {min(len(self.evals), 10)} evaluations: {scores} ({path})")
         self.writer.close()
         envs.close()
         self.eval_envs.close()

@@ -269,3 +269,21 @@ def test_quiet_puts_back_stdout_and_stderr():
     with mappo.quiet():
         sys.stdout, sys.stderr = io.StringIO(), io.StringIO()  # as the import does
     assert sys.stdout is out and sys.stderr is err
+
+
+def test_eval_summary_medians_of_the_last_10_and_rows_without_nan():
+    """The paper's metric: the median of the last 10 evaluations of each score; sampled scores only where evaluated;
+    win rates None where the env has no wins"""
+    nan = float("nan")
+    rows = [[100 * i, i / 20, float(i), 2.0 * i, i / 40, nan, nan] for i in range(1, 13)]  # 12 evaluations, greedy only
+    rows[-1][5:] = [0.5, 7.0]  # the last one also sampled (--eval-sampled switched on at a resume)
+    summary = mappo.eval_summary(rows, has_wins=True)
+    assert summary["median_win_rate"] == pytest.approx(np.median(np.arange(3, 13) / 20))  # rows 3..12
+    assert summary["median_return"] == pytest.approx(7.5) and summary["wall_time"] == 24.0
+    assert summary["median_train_win_rate"] == pytest.approx(np.median(np.arange(3, 13) / 40))
+    assert summary["median_sampled_win_rate"] == 0.5 and summary["median_sampled_return"] == 7.0  # NaNs left out
+    assert "sampled_win_rate" not in summary["evals"][0] and summary["evals"][-1]["sampled_return"] == 7.0
+    assert summary["evals"][0] == dict(step=100, win_rate=0.05, episodic_return=1.0, wall_time=2.0, train_win_rate=0.025)
+    no_wins = mappo.eval_summary([row[:5] + [nan, nan] for row in rows], has_wins=False)
+    assert no_wins["median_win_rate"] is None and "median_sampled_return" not in no_wins
+    assert set(no_wins["evals"][0]) == {"step", "episodic_return", "wall_time", "train_return"}
