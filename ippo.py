@@ -89,6 +89,7 @@ class Args:
     death_masking: bool = True  # a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]
     policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
     value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
+    acting_rows_only: bool = False  # hanabi: train on the player to move's rows only, GAE over the turns [ours: off]
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -232,6 +233,14 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
     return advantages, advantages + values
 
 
+def to_move(x: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
+    """x (...,A,*F), alive (...,A) with one True per step, the player to move -> that player's row (...,1,*F). In a
+    turn-based game (Hanabi) the others' rows are forced no-ops: --acting-rows-only trains on this row alone, and GAE
+    runs over the turns (each turn bootstraps from the next player's value), where the MAPPO code runs it over each
+    player's own turns."""
+    return x[alive].view(*alive.shape[:-1], 1, *x.shape[alive.dim() :])
+
+
 # ==================================== ALGO LOGIC: PPO update ======================================
 def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Tensor:
     """Elementwise Huber(delta) or 0.5 * error^2 [MAPPO: Huber, delta 10]"""
@@ -340,6 +349,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
+    check(not args.acting_rows_only or env_backend(args.env_id) is HanabiVecEnv, "--acting-rows-only is for Hanabi")
+
     # env setup: the eval envs come first and tell the sizes
     eval_seed = args.seed + 100_000
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
@@ -384,6 +395,11 @@ def train(args: Args, ckpt: Optional[dict] = None):
         state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
+        obs, avail, alive = actor_input(b["obs"], agent_ids), b["avail"], b["alive"]  # (T,E,A,...)
+        if args.acting_rows_only:  # the player to move's rows only: A becomes 1 from here on
+            state, obs, avail, actions, logprobs = (to_move(x, alive) for x in (state, obs, avail, actions, logprobs))
+            final_state, next_state = to_move(final_state, b["final_alive"]), to_move(next_state, nxt["alive"])
+            alive = to_move(alive, alive)
         with torch.no_grad():
             # values of the whole rollout in one batched forward (the critic did not change during it), then GAE
             values = critic.value(state)  # (T,E,A) V(s_t) in return units
@@ -397,7 +413,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
                 critic.popart.update(returns)
             returns_n = critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1)  # (T,E,A)
             values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)  # old values under the new statistics
-        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"])
+        batch = dict(obs=obs, state=state, avail=avail, alive=alive)
         batch.update(actions=actions, logprobs=logprobs, advantages=advantages, returns=returns_n, values=values_n)
         batch = {k: v.reshape(-1, *v.shape[3:]) for k, v in batch.items()}  # (T,E,A,...) -> (B,...), B = T*E*A
 

@@ -483,3 +483,22 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     assert calls.read_text().split() == ["jaxmarl_baseline.py"] + ["jaxmarl_greedy_eval.py"] * 3
     third = run()
     assert third.returncode == 0 and calls.read_text() == ""
+
+
+def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):
+    """compare_histories.py: per seed the median of the last 10 evaluations at or before the step read up to (the
+    smallest budget by default: a longer run is cut there), and the mean over seeds"""
+    before, after = tmp_path / "before", tmp_path / "after"
+    for seed in (1, 2):  # 22 evaluations of 3200 steps; the first 12 score 0.1 * seed, the rest 1.0
+        write_run(before, "3m", seed, [0.1 * seed] * 10 + [1.0] * 10, train=[0.2] * 20, budget=3200 * 22)
+        write_run(after, "3m", seed, [0.3] * 10, train=[0.4] * 10, budget=3200 * 12)  # 12 evaluations: 0, 0, 0.3 x 10
+    out = tmp_path / "cmp" / "compare"
+    cmd = [sys.executable, str(ROOT / "benchmark" / "report" / "compare_histories.py"), before, after, "--out", out]
+    subprocess.run(cmd + ["--labels", "old", "new"], check=True, capture_output=True)
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["until"] == 3200 * 12  # the shorter side's budget
+    assert result["per_seed"]["old"]["greedy evaluation"] == {"1": pytest.approx(0.1), "2": pytest.approx(0.2)}
+    assert result["mean"]["old"]["greedy evaluation"] == pytest.approx(0.15)  # the 1.0s after step 38400 not read
+    assert result["per_seed"]["new"]["greedy evaluation"] == {"1": 0.3, "2": 0.3}
+    assert result["mean"]["new"]["training episodes"] == pytest.approx(0.4)
+    assert out.with_suffix(".png").stat().st_size > 0 and "| new | greedy evaluation |" in out.with_suffix(".md").read_text()

@@ -287,3 +287,20 @@ def test_eval_summary_medians_of_the_last_10_and_rows_without_nan():
     no_wins = mappo.eval_summary([row[:5] + [nan, nan] for row in rows], has_wins=False)
     assert no_wins["median_win_rate"] is None and "median_sampled_return" not in no_wins
     assert set(no_wins["evals"][0]) == {"step", "episodic_return", "wall_time", "train_return"}
+
+
+def test_to_move_picks_the_player_to_move():
+    """--acting-rows-only: each step's row of the player to move, in step order, A becomes 1"""
+    T, E, A = 5, 3, 2
+    alive = torch.zeros(T, E, A, dtype=torch.bool)
+    players = torch.randint(0, A, (T, E))
+    alive[torch.arange(T)[:, None], torch.arange(E), players] = True
+    x = torch.randn(T, E, A, 4)
+    picked = mappo.to_move(x, alive)  # (T,E,1,4)
+    assert picked.shape == (T, E, 1, 4)
+    for t in range(T):
+        for e in range(E):
+            assert torch.equal(picked[t, e, 0], x[t, e, players[t, e]])
+    assert mappo.to_move(torch.arange(T * E * A).view(T, E, A), alive).shape == (T, E, 1)
+    with pytest.raises(RuntimeError):  # a step without exactly one player to move is an error, not a silent mix-up
+        mappo.to_move(x, torch.ones(T, E, A, dtype=torch.bool))

@@ -75,6 +75,15 @@ def test_smoke_hanabi(train, tmp_path, script):
     check_smoke(tmp_path, is_smac=False)
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
+def test_hanabi_acting_rows_only(train, tmp_path, script):
+    """--acting-rows-only: the update takes the player to move's rows alone, each with the logprob the rollout gave
+    its action (the first ratio is exactly 1); an env that is not turn-based exits 2."""
+    assert train(script, "--env-id", "hanabi", *SMALL, *TWO_UPDATES, "--hidden-dim", "32", "--acting-rows-only") == 0
+    check_smoke(tmp_path, is_smac=False)
+    assert train(script, "--env-id", "simple_spread_v3", *SMALL, *TWO_UPDATES, "--acting-rows-only") == 2
+
+
 def test_missing_smaclite_prints_install_line(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "smaclite", None)  # import smaclite raises ImportError, as where it is absent
     err = exits_2(capsys, "mappo.py", "--env-id", "smaclite/2s3z")
