@@ -123,14 +123,15 @@ class Args:
 # It steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
 # avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
-# this step observed before any reset (after a truncation, GAE bootstraps from its value).
+# this step observed before any reset (after a truncation, GAE bootstraps from its value). A backend with continuous
+# = True (VMAS) takes actions (E,A,U) of U real numbers per agent instead, clips them to its bounds, and avail is all True.
 class FrameStack:
     """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
     The env state is not stacked."""
 
     def __init__(self, envs, k: int):
         self.envs, self.k, self.obs_dim = envs, k, k * envs.obs_dim
-        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins"):  # the wrapped env's
+        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins", "continuous"):  # the wrapped env's
             setattr(self, name, getattr(envs, name))
 
     def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
@@ -671,6 +672,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     # env setup: the eval envs come first and tell the sizes
     eval_seed = args.seed + 100_000
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
+    check(not eval_envs.continuous, f"{args.env_id} has continuous actions: this script is discrete-only (mappo.py has both)")
     A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
     C = args.data_chunk_length if args.recurrent else 1  # feed-forward: chunks of one step, mappo.py's flat batch
     N = math.ceil(args.num_steps / C) * args.num_envs * A  # chunks per rollout
@@ -795,7 +797,7 @@ class JaxVecEnv:
 class SMAXVecEnv(JaxVecEnv):
     """JaxMARL's SMAX against its heuristic enemy."""
 
-    has_wins = True
+    has_wins, continuous = True, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -856,7 +858,7 @@ class HanabiVecEnv(JaxVecEnv):
     MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
     the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    has_wins = False
+    has_wins, continuous = False, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -910,7 +912,7 @@ class MPEVecEnv:
     """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
     largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
 
-    has_wins = False
+    has_wins, continuous = False, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -950,6 +952,61 @@ class MPEVecEnv:
         out.update(reward=np.array([sum(r.values()) / self.num_agents for _, r, *_ in results], dtype=np.float32))
         out.update(terminated=terminated, truncated=truncated, won=np.zeros(self.num_envs, dtype=bool))
         return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+    def close(self):
+        pass
+
+
+class VMASVecEnv:
+    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call on the CPU.
+    Team reward = the agents' mean; env state = all observations (zero-padded to the largest); the time limit of the
+    scenario's preset is a truncation; finished envs are reset one by one (all at once at a common time limit)."""
+
+    has_wins, continuous = False, True
+
+    @staticmethod
+    def ids() -> list[str]:
+        return [f"vmas/{name}" for name in VMAS_SCENARIOS]
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return VMAS_PRESET
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+        import vmas
+
+        name = env_id.removeprefix("vmas/")
+        self.env = vmas.make_env(name, num_envs, "cpu", seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        spaces = self.env.action_space.spaces  # per agent: Box(low, high, (U,))
+        check(len({sp.shape for sp in spaces}) == 1, f"{env_id}: agents with different action sizes are not supported")
+        self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])  # (A,U) bounds
+        self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
+        E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
+        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
+        self.avail, self.alive = np.ones((E, A, U), dtype=bool), np.ones((E, A), dtype=bool)
+
+    def _pack(self, obs_list: list) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
+        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+        for j, agent_obs in enumerate(obs_list):
+            obs[:, j, : self.obs_dims[j]] = agent_obs.numpy()
+        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+
+    def reset(self) -> dict:
+        return self._pack(self.env.reset())
+
+    def step(self, actions: np.ndarray) -> dict:  # actions (E,A,U), clipped to the bounds here
+        sent = torch.from_numpy(np.clip(actions, self.low, self.high).astype(np.float32))
+        obs, rewards, terminated, truncated, _ = self.env.step(list(sent.unbind(1)))
+        terminated, truncated = terminated.numpy(), truncated.numpy() & ~terminated.numpy()
+        final, done = self._pack(obs), np.flatnonzero(terminated | truncated)
+        if len(done) == self.num_envs:
+            obs = self.env.reset()
+        for e in done if len(done) < self.num_envs else ():
+            obs = self.env.reset_at(int(e))  # every env's observations, env e's after its reset
+        out = self._pack(obs)
+        out.update(reward=torch.stack(rewards).mean(0).numpy(), terminated=terminated, truncated=truncated)
+        out.update(won=np.zeros(self.num_envs, dtype=bool), final_obs=final["obs"], final_state=final["env_state"])
+        return dict(out, final_alive=final["alive"])
 
     def close(self):
         pass
@@ -996,7 +1053,7 @@ def smaclite_worker(pipe, map_name: str, seeds: list[int]):
 class SMACliteVecEnv:
     """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
 
-    has_wins = True
+    has_wins, continuous = True, False
 
     @staticmethod
     def ids() -> list[str]:  # none where SMAClite is not installed
@@ -1049,7 +1106,8 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, SMAXVecEnv, SMACliteVecEnv)  # the registry: a new backend is a class and its entry
+# the registry: a new backend is a class and its entry
+ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
 
 
 def env_backend(env_id: str):
@@ -1087,6 +1145,15 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
 ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
 ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
 ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
+VMAS_SCENARIOS = {  # scenario -> its make_env kwargs: BenchMARL's VMAS task configs (benchmarl/conf/task/vmas)
+    "navigation": dict(max_steps=100, n_agents=3, collisions=True, agents_with_same_goal=1, split_goals=False)
+    | dict(observe_all_goals=False, shared_rew=False, lidar_range=0.35, agent_radius=0.1),
+    "balance": dict(max_steps=100, n_agents=4, random_package_pos_on_line=True, package_mass=5),
+    "transport": dict(max_steps=100, n_agents=4, n_packages=1, package_width=0.15, package_length=0.15, package_mass=50),
+    "sampling": dict(max_steps=100, n_agents=3, shared_rew=False, n_gaussians=3, lidar_range=0.2, cov=0.05)
+    | dict(collisions=True, spawn_same_pos=False),
+}
+VMAS_PRESET = dict(MPE_PRESET, num_envs=60, num_steps=100, activation="tanh", update_epochs=10)  # ours, as MPE's
 HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
 HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
 HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
@@ -1257,7 +1324,8 @@ def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
     summary = dict(wall_time=evals[-1][3], median_return=float(np.median(last[:, 2])))
     summary["median_win_rate"] = float(np.median(last[:, 1])) if has_wins else None
     train = "train_win_rate" if has_wins else "train_return"
-    summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
+    if not np.isnan(last[:, 4]).all():  # no training episode ended before any of them: none
+        summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
     if not np.isnan(last[:, 6]).all():  # --eval-sampled
         summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
         summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if has_wins else None

@@ -98,14 +98,15 @@ class Args:
 # It steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
 # avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
-# this step observed before any reset (after a truncation, GAE bootstraps from its value).
+# this step observed before any reset (after a truncation, GAE bootstraps from its value). A backend with continuous
+# = True (VMAS) takes actions (E,A,U) of U real numbers per agent instead, clips them to its bounds, and avail is all True.
 class FrameStack:
     """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
     The env state is not stacked."""
 
     def __init__(self, envs, k: int):
         self.envs, self.k, self.obs_dim = envs, k, k * envs.obs_dim
-        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins"):  # the wrapped env's
+        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins", "continuous"):  # the wrapped env's
             setattr(self, name, getattr(envs, name))
 
     def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
@@ -184,11 +185,42 @@ def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.T
     return torch.stack(out)
 
 
+class DiagGaussian:
+    """Continuous actions: independent Gaussians over the U action dimensions, the mean from the policy head and a
+    learned, state-independent log standard deviation (the MAPPO code's DiagGaussian). log_prob and entropy sum over
+    the dimensions. Samples are not clipped: the env adapter clips what it sends, the log-probability is the sample's."""
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean, self.log_std = mean, log_std.expand_as(mean)  # (...,U)
+
+    def sample(self, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        noise = torch.randn(self.mean.shape, generator=generator, device=self.mean.device, dtype=self.mean.dtype)
+        return self.mean + self.log_std.exp() * noise  # (...,U)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, action: torch.Tensor) -> torch.Tensor:
+        z = (action - self.mean) / self.log_std.exp()
+        return (-0.5 * z**2 - self.log_std - 0.5 * math.log(2 * math.pi)).sum(-1)  # (...)
+
+    def entropy(self) -> torch.Tensor:
+        return (0.5 + 0.5 * math.log(2 * math.pi) + self.log_std).sum(-1)  # (...)
+
+
+def policy(out: torch.Tensor, avail: torch.Tensor, log_std: Optional[torch.Tensor]):
+    """The policy head's output (...,U) -> the action distribution: categorical over the available actions (discrete;
+    MAPPO Suggestion 4), or a diagonal Gaussian with the actor's log std (continuous: the actor has one)"""
+    return MaskedCategorical(out, avail) if log_std is None else DiagGaussian(out, log_std)
+
+
 class Actor(nn.Module):
     """MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
 
-    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01):
+    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01,
+                 continuous=False):  # fmt: skip
         super().__init__()
+        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None  # std 1 at the start, as MAPPO's
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
         self.gru, self.gru_norm = gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
@@ -248,8 +280,8 @@ def rollout(
         starts = start[None, :, None].expand(1, *avail.shape[:2])  # (1,E,A)
         logits, next_hs = actor(actor_input(obs, agent_ids)[None], actor_h, starts)  # (1,E,A,U), (1,E,A,H): one GRU step
         actor_h = next_hs[0]
-        dist = MaskedCategorical(logits[0], avail)  # (E,A,U): all envs and agents in one forward
-        action = dist.sample()  # (E,A)
+        dist = policy(logits[0], avail, actor.log_std)  # all envs and agents in one forward
+        action = dist.sample()  # (E,A), continuous: (E,A,U)
         actions.append(action)
         logprobs.append(dist.log_prob(action))
         steps.append({k: out[k] for k in ("obs", "env_state", "avail", "alive")})
@@ -333,7 +365,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
             # BPTT through each chunk; the hidden state resets where an episode starts inside it
             logits, _ = actor(b["obs"][:, mb_inds], b["actor_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb, U)
-            dist = MaskedCategorical(logits, b["avail"][:, mb_inds])  # MAPPO Suggestion 4: action masks
+            dist = policy(logits, b["avail"][:, mb_inds], actor.log_std)  # MAPPO Suggestion 4: action masks
             newlogprob = dist.log_prob(b["actions"][:, mb_inds])  # (C, mb)
             entropy = dist.entropy()
             logratio = newlogprob - b["logprobs"][:, mb_inds]
@@ -399,7 +431,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
         x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
         logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
         actor_h = actor_hs[0]
-        dist = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device))  # (E,A,U)
+        dist = policy(logits[0], torch.from_numpy(nxt["avail"]).to(device), actor.log_std)  # (E,A,U)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action.cpu().numpy())
         starts[0] = torch.from_numpy(nxt["terminated"] | nxt["truncated"]).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
@@ -433,8 +465,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
     S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
     critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
-    actor = Actor(O + A, U, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm, args.gain).to(device)
-    critic = Critic(S, args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm).to(device)
+    net = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
+    actor = Actor(O + A, U, *net, args.gain, continuous=eval_envs.continuous).to(device)
+    critic = Critic(S, *net).to(device)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
@@ -544,7 +577,7 @@ class JaxVecEnv:
 class SMAXVecEnv(JaxVecEnv):
     """JaxMARL's SMAX against its heuristic enemy."""
 
-    has_wins = True
+    has_wins, continuous = True, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -605,7 +638,7 @@ class HanabiVecEnv(JaxVecEnv):
     MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
     the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    has_wins = False
+    has_wins, continuous = False, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -659,7 +692,7 @@ class MPEVecEnv:
     """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
     largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
 
-    has_wins = False
+    has_wins, continuous = False, False
 
     @staticmethod
     def ids() -> list[str]:
@@ -699,6 +732,61 @@ class MPEVecEnv:
         out.update(reward=np.array([sum(r.values()) / self.num_agents for _, r, *_ in results], dtype=np.float32))
         out.update(terminated=terminated, truncated=truncated, won=np.zeros(self.num_envs, dtype=bool))
         return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+    def close(self):
+        pass
+
+
+class VMASVecEnv:
+    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call on the CPU.
+    Team reward = the agents' mean; env state = all observations (zero-padded to the largest); the time limit of the
+    scenario's preset is a truncation; finished envs are reset one by one (all at once at a common time limit)."""
+
+    has_wins, continuous = False, True
+
+    @staticmethod
+    def ids() -> list[str]:
+        return [f"vmas/{name}" for name in VMAS_SCENARIOS]
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return VMAS_PRESET
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+        import vmas
+
+        name = env_id.removeprefix("vmas/")
+        self.env = vmas.make_env(name, num_envs, "cpu", seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        spaces = self.env.action_space.spaces  # per agent: Box(low, high, (U,))
+        check(len({sp.shape for sp in spaces}) == 1, f"{env_id}: agents with different action sizes are not supported")
+        self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])  # (A,U) bounds
+        self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
+        E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
+        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
+        self.avail, self.alive = np.ones((E, A, U), dtype=bool), np.ones((E, A), dtype=bool)
+
+    def _pack(self, obs_list: list) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
+        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+        for j, agent_obs in enumerate(obs_list):
+            obs[:, j, : self.obs_dims[j]] = agent_obs.numpy()
+        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+
+    def reset(self) -> dict:
+        return self._pack(self.env.reset())
+
+    def step(self, actions: np.ndarray) -> dict:  # actions (E,A,U), clipped to the bounds here
+        sent = torch.from_numpy(np.clip(actions, self.low, self.high).astype(np.float32))
+        obs, rewards, terminated, truncated, _ = self.env.step(list(sent.unbind(1)))
+        terminated, truncated = terminated.numpy(), truncated.numpy() & ~terminated.numpy()
+        final, done = self._pack(obs), np.flatnonzero(terminated | truncated)
+        if len(done) == self.num_envs:
+            obs = self.env.reset()
+        for e in done if len(done) < self.num_envs else ():
+            obs = self.env.reset_at(int(e))  # every env's observations, env e's after its reset
+        out = self._pack(obs)
+        out.update(reward=torch.stack(rewards).mean(0).numpy(), terminated=terminated, truncated=truncated)
+        out.update(won=np.zeros(self.num_envs, dtype=bool), final_obs=final["obs"], final_state=final["env_state"])
+        return dict(out, final_alive=final["alive"])
 
     def close(self):
         pass
@@ -745,7 +833,7 @@ def smaclite_worker(pipe, map_name: str, seeds: list[int]):
 class SMACliteVecEnv:
     """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
 
-    has_wins = True
+    has_wins, continuous = True, False
 
     @staticmethod
     def ids() -> list[str]:  # none where SMAClite is not installed
@@ -798,7 +886,8 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, SMAXVecEnv, SMACliteVecEnv)  # the registry: a new backend is a class and its entry
+# the registry: a new backend is a class and its entry
+ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
 
 
 def env_backend(env_id: str):
@@ -831,6 +920,15 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
     "simple_reference_v3": dict(update_epochs=15, activation="relu"),
     "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
 }
+VMAS_SCENARIOS = {  # scenario -> its make_env kwargs: BenchMARL's VMAS task configs (benchmarl/conf/task/vmas)
+    "navigation": dict(max_steps=100, n_agents=3, collisions=True, agents_with_same_goal=1, split_goals=False)
+    | dict(observe_all_goals=False, shared_rew=False, lidar_range=0.35, agent_radius=0.1),
+    "balance": dict(max_steps=100, n_agents=4, random_package_pos_on_line=True, package_mass=5),
+    "transport": dict(max_steps=100, n_agents=4, n_packages=1, package_width=0.15, package_length=0.15, package_mass=50),
+    "sampling": dict(max_steps=100, n_agents=3, shared_rew=False, n_gaussians=3, lidar_range=0.2, cov=0.05)
+    | dict(collisions=True, spawn_same_pos=False),
+}
+VMAS_PRESET = dict(MPE_PRESET, num_envs=60, num_steps=100, activation="tanh", update_epochs=10)  # ours, as MPE's
 HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
 HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
 HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
@@ -924,7 +1022,8 @@ def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
     summary = dict(wall_time=evals[-1][3], median_return=float(np.median(last[:, 2])))
     summary["median_win_rate"] = float(np.median(last[:, 1])) if has_wins else None
     train = "train_win_rate" if has_wins else "train_return"
-    summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
+    if not np.isnan(last[:, 4]).all():  # no training episode ended before any of them: none
+        summary[f"median_{train}"] = float(np.nanmedian(last[:, 4]))
     if not np.isnan(last[:, 6]).all():  # --eval-sampled
         summary["median_sampled_return"] = float(np.nanmedian(last[:, 6]))
         summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if has_wins else None

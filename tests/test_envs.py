@@ -16,9 +16,12 @@ OUTCOME = {"reward": np.float32, "terminated": np.bool_, "truncated": np.bool_, 
 FINAL = ("final_obs", "final_state", "final_alive")
 # one id per backend; env counts that the rest of the suite compiles anyway (SMAX, Hanabi: 4 envs)
 CASES = {"SMAXVecEnv": "3m", "HanabiVecEnv": "hanabi", "MPEVecEnv": "simple_spread_v3", "SMACliteVecEnv": "smaclite/2s3z"}
+CASES["VMASVecEnv"] = "vmas/navigation"  # continuous actions
 
 
-def random_actions(rng, avail: np.ndarray) -> np.ndarray:
+def random_actions(rng, avail: np.ndarray, continuous: bool = False) -> np.ndarray:
+    if continuous:  # (E,A,U), half of them beyond the bounds [-1, 1]: the adapter clips what it sends
+        return rng.uniform(-2.0, 2.0, avail.shape).astype(np.float32)
     return (rng.random(avail.shape) * avail).argmax(-1)  # (E,A) uniform over the available actions
 
 
@@ -38,13 +41,14 @@ def test_env_contract(backend):
         pytest.skip(smaclite_missing())
     E = 4
     envs = mappo.make_env(env_id, E, seed=7)
-    assert type(envs).__name__ == backend and isinstance(envs.has_wins, bool)
+    assert type(envs).__name__ == backend and isinstance(envs.has_wins, bool) and isinstance(envs.continuous, bool)
+    assert envs.continuous == (backend == "VMASVecEnv")
     rng, out = np.random.default_rng(0), envs.reset()
     check_observed(out, envs, E)
     ended = 0
     for _ in range(150):
         before = out
-        out = envs.step(random_actions(rng, before["avail"]))
+        out = envs.step(random_actions(rng, before["avail"], envs.continuous))
         check_observed(out, envs, E)
         for key, dtype in OUTCOME.items():
             assert out[key].shape == (E,) and out[key].dtype == dtype, key
@@ -70,7 +74,7 @@ def test_env_seeding(backend):
         out, rng = envs.reset(), np.random.default_rng(0)
         trace = [out["obs"]]
         for _ in range(5):
-            out = envs.step(random_actions(rng, out["avail"]))
+            out = envs.step(random_actions(rng, out["avail"], envs.continuous))
             trace.append(out["obs"])
         runs.append(np.stack(trace))
         envs.close()
@@ -88,6 +92,6 @@ def test_registry_one_backend_per_id_and_presets_are_args():
             assert mappo.env_backend(env_id) is backend
             for paper_preset in (False, True):
                 assert set(backend.presets(env_id, paper_preset)) <= fields, (env_id, backend.presets(env_id, paper_preset))
-    assert {"3m", "hanabi", "simple_spread_v3"} <= set(seen)
+    assert {"3m", "hanabi", "simple_spread_v3", "vmas/navigation", "vmas/balance"} <= set(seen)
     assert mappo.SMAXVecEnv.presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
     assert mappo.HanabiVecEnv.presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset

@@ -287,6 +287,8 @@ def test_eval_summary_medians_of_the_last_10_and_rows_without_nan():
     no_wins = mappo.eval_summary([row[:5] + [nan, nan] for row in rows], has_wins=False)
     assert no_wins["median_win_rate"] is None and "median_sampled_return" not in no_wins
     assert set(no_wins["evals"][0]) == {"step", "episodic_return", "wall_time", "train_return"}
+    no_training_episode = mappo.eval_summary([row[:4] + [nan, nan, nan] for row in rows], has_wins=True)
+    assert "median_train_win_rate" not in no_training_episode and "train_win_rate" not in no_training_episode["evals"][0]
 
 
 def test_to_move_picks_the_player_to_move():
@@ -304,3 +306,42 @@ def test_to_move_picks_the_player_to_move():
     assert mappo.to_move(torch.arange(T * E * A).view(T, E, A), alive).shape == (T, E, 1)
     with pytest.raises(RuntimeError):  # a step without exactly one player to move is an error, not a silent mix-up
         mappo.to_move(x, torch.ones(T, E, A, dtype=torch.bool))
+
+
+def test_diag_gaussian_matches_torch_distributions():
+    """Continuous actions: log-probability and entropy summed over the action dimensions, as torch's Normal gives them;
+    the mode is the mean; sampling from a generator repeats; the log std learns (it has a gradient)"""
+    mean, log_std = torch.randn(5, 3, 2), torch.tensor([0.3, -0.7], requires_grad=True)
+    dist, reference = mappo.DiagGaussian(mean, log_std), torch.distributions.Normal(mean, log_std.exp())
+    action = 2 * torch.randn(5, 3, 2)
+    torch.testing.assert_close(dist.log_prob(action), reference.log_prob(action).sum(-1))
+    torch.testing.assert_close(dist.entropy(), reference.entropy().sum(-1))
+    assert dist.log_prob(action).shape == (5, 3) and torch.equal(dist.mode(), mean)
+    draws = [dist.sample(torch.Generator().manual_seed(0)) for _ in range(2)]
+    assert torch.equal(*draws) and draws[0].shape == (5, 3, 2)
+    many = mappo.DiagGaussian(torch.zeros(100_000, 2), log_std.detach()).sample()
+    torch.testing.assert_close(many.std(0), log_std.detach().exp(), rtol=0.02, atol=0.0)
+    dist.log_prob(action).sum().backward()
+    assert log_std.grad is not None and log_std.grad.abs().min() > 0
+    assert isinstance(mappo.policy(mean, torch.ones(5, 3, 2, dtype=torch.bool), None), mappo.MaskedCategorical)
+
+
+def test_continuous_rollout_clips_what_it_sends_not_what_it_scores(monkeypatch):
+    """VMAS: the env receives the actions clipped to its bounds [-1, 1]; the rollout keeps the unclipped samples and
+    their log-probabilities, so the update's ratio is of the distribution's own samples"""
+    E, T = 4, 10
+    envs = mappo.make_env("vmas/navigation", E, seed=0)
+    A, O, U = envs.num_agents, envs.obs_dim, envs.num_actions
+    actor, agent_ids = mappo.Actor(O + A, U, continuous=True), torch.eye(A)
+    with torch.no_grad():
+        actor.log_std.fill_(1.5)  # std 4.5: most samples fall outside the bounds
+    sent, env_step = [], envs.env.step
+    monkeypatch.setattr(envs.env, "step", lambda acts: sent.append(torch.stack(acts, 1).clone()) or env_step(acts))
+    episodes = {"return": np.zeros(E), "length": np.zeros(E, dtype=np.int64), "finished": []}
+    host, actions, logprobs, _, _ = mappo.rollout(envs, actor, envs.reset(), T, agent_ids, "cpu", episodes, [])
+    assert actions.shape == (T, E, A, U) and logprobs.shape == (T, E, A) and actions.abs().max() > 2
+    with torch.no_grad():
+        mean = actor(mappo.actor_input(torch.from_numpy(host["obs"]), agent_ids))  # (T,E,A,U)
+    torch.testing.assert_close(logprobs, mappo.DiagGaussian(mean, actor.log_std).log_prob(actions))
+    sent = torch.stack(sent)  # (T,E,A,U)
+    assert sent.abs().max() <= 1.0 and torch.equal(sent, actions.clamp(-1.0, 1.0))

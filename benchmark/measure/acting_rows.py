@@ -1,6 +1,7 @@
 """Hanabi's update with and without --acting-rows-only (the waiting players' rows left out), measured in one run of
 this script: mappo.py with the Hanabi preset, --repeats runs of each alternating (old, new, old, new, ...) so that
-both sides see the same machine, the first iteration of every run excluded.
+both sides see the same machine, the first iteration of every run excluded. With other work on the machine, set
+OMP_NUM_THREADS=1: a run of one thread is less disturbed by it (the header names the setting).
 
     python benchmark/measure/acting_rows.py [--env-id hanabi] [--iterations 6] [--repeats 2]
 
@@ -38,7 +39,8 @@ def main():
         s: {k: float(np.median([r[k] for r in runs if r["side"] == s])) for k in ("update_s", "iteration_s")} for s in SIDES
     }
     ratio = median["acting rows only"]["update_s"] / median["all rows"]["update_s"]
-    command = f"python benchmark/measure/acting_rows.py --env-id {opts.env_id} --iterations {opts.iterations} --repeats {opts.repeats}"
+    threads = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
+    command = f"{threads}python benchmark/measure/acting_rows.py --env-id {opts.env_id} --iterations {opts.iterations} --repeats {opts.repeats}"
     lines = [
         f"{opts.env_id}, mappo.py's preset, measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, torch on cpu: "
         f"`{command}`; each row one run, means over its iterations after the first.",
