@@ -190,7 +190,7 @@ def test_network_init_and_shapes():
 class CountingEnv:
     """2 envs, 1 agent, obs = [t] at step t of each episode; env 1's episode ends after its second step."""
 
-    num_envs, num_agents, num_actions, obs_dim, state_dim, has_wins = 2, 1, 2, 1, 1, False
+    num_envs, num_agents, num_actions, obs_dim, state_dim, has_wins, continuous = 2, 1, 2, 1, 1, False, False
 
     def reset(self):
         self.t = np.zeros(2)
