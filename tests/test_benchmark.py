@@ -231,6 +231,7 @@ def test_the_simulated_env_waits_and_keeps_the_adapter_contract():
     envs = async_throughput.SleepEnv(Like(), delay=0.01, seed=0)
     out = envs.reset()
     assert out["obs"].shape == (3, 2, 7) and out["env_state"].shape == (3, 11) and out["avail"].all() and out["alive"].all()
+    assert envs.continuous is False and envs.has_wins is True
     start = time.perf_counter()
     steps = [envs.step(np.zeros((3, 2), np.int64)) for _ in range(60)]
     assert time.perf_counter() - start >= 60 * 3 * 0.01
