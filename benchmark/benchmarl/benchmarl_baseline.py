@@ -1,0 +1,132 @@
+"""Run BenchMARL's MAPPO or IPPO on a VMAS task with BenchMARL's own configs, and record its learning curve and speed,
+to compare with mappo.py and ippo.py (--env-id vmas/<task>) on the same machine.
+
+Nothing of BenchMARL is copied here: its experiment, algorithm, model and task configs are loaded from the yaml files
+it ships (`ExperimentConfig.get_from_yaml()`, `MappoConfig` / `IppoConfig`, `MlpConfig` for actor and critic,
+`VmasTask.<TASK>`), and only these are changed: max_n_frames (--max-n-frames, the budget), the loggers (csv only: no
+wandb), no rendering, no checkpoint, the run folder (a temporary one), and the evaluation interval if
+--evaluation-interval is given. Its defaults (BenchMARL 1.5.2, conf/experiment/base_experiment.yaml): 6000 frames per
+batch from 10 envs per worker, 45 minibatch iterations of 400, lr 5e-5, gamma 0.99, max_n_frames 3M, evaluation every
+120000 frames over 10 episodes with deterministic actions; MAPPO and IPPO with their own yaml (clip 0.2, entropy
+0, GAE lambda 0.9, squared-error critic loss, a tanh-squashed Gaussian policy with a softplus-mapped scale).
+
+Install (a separate venv, not the repo's; torch's CPU wheel first, and the torchvision built for it, or pip replaces
+them with CUDA builds):
+
+    python3.11 -m venv /work/benchmarl-venv
+    /work/benchmarl-venv/bin/pip install torch==2.13.0 torchvision==0.28.0 --index-url https://download.pytorch.org/whl/cpu
+    /work/benchmarl-venv/bin/pip install torch==2.13.0 torchvision==0.28.0 benchmarl==1.5.2 torchrl==0.11.1 \\
+        tensordict==0.11.0 vmas==1.5.2
+
+(benchmarl 1.5.2 needs torchrl < 0.12; vmas 1.5.2 is the version of requirements.txt.)
+
+Run:
+
+    /work/benchmarl-venv/bin/python benchmark/benchmarl/benchmarl_baseline.py --algorithm mappo --task navigation \\
+        --seed 1 --max-n-frames 3000000 --out navigation_mappo_seed1.json
+
+What is recorded (--out, JSON), one row per BenchMARL iteration (one batch of frames):
+- step: total frames (env steps) so far;
+- train_return: BenchMARL's collection/agents/reward/episode_reward_mean, the mean over the agents of their summed
+  reward over the episodes that ended in the batch (ours: the team return, the agents' mean reward summed over the
+  episode: the same quantity);
+- eval_return, where BenchMARL evaluated (its deterministic policy, 10 episodes): eval/agents/reward/episode_reward_mean;
+- wall_time: timers/total_time, seconds from the start.
+And meta: the configs as run, the budget, and sps: frames over the total time less the evaluations' time.
+"""
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+
+TAGS = {  # BenchMARL's csv scalars -> our row keys
+    "counters_total_frames": "step",
+    "collection_agents_reward_episode_reward_mean": "train_return",
+    "eval_agents_reward_episode_reward_mean": "eval_return",
+    "timers_total_time": "wall_time",
+    "timers_evaluation_time": "eval_time",
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algorithm", choices=["mappo", "ippo"], required=True)
+    p.add_argument("--task", required=True, help="a VMAS task of BenchMARL's (navigation, balance, transport, sampling)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-n-frames", type=int, default=None, help="the budget (default: BenchMARL's, 3M)")
+    p.add_argument("--evaluation-interval", type=int, default=None, help="frames (default: BenchMARL's, 120000)")
+    p.add_argument("--out", required=True, help="JSON: meta and one row per iteration")
+    args = p.parse_args(argv)
+    if args.max_n_frames is not None and args.max_n_frames <= 0:
+        p.error("--max-n-frames must be positive")
+    return args
+
+
+def read_rows(scalars_dir: str) -> list[dict]:
+    """BenchMARL's csv logger folder (one file per scalar, rows "iteration,value") -> one row per iteration with the
+    keys of TAGS (eval_return only where it evaluated)"""
+    rows = {}
+    for tag, key in TAGS.items():
+        path = os.path.join(scalars_dir, f"{tag}.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for iteration, value in csv.reader(f):
+                rows.setdefault(int(iteration), {})[key] = float(value)
+    out = [rows[i] for i in sorted(rows)]
+    for row in out:
+        row["step"] = int(row["step"])
+    return out
+
+
+def speed(rows: list[dict]) -> float:
+    """Frames per second of the run, evaluations left out (ours are measured the same way)"""
+    if not rows:
+        return float("nan")
+    seconds = rows[-1]["wall_time"] - sum(r.get("eval_time", 0.0) for r in rows)
+    return rows[-1]["step"] / seconds
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from benchmarl.algorithms import IppoConfig, MappoConfig
+    from benchmarl.environments import VmasTask
+    from benchmarl.experiment import Experiment, ExperimentConfig
+    from benchmarl.models.mlp import MlpConfig
+
+    config = ExperimentConfig.get_from_yaml()
+    if args.max_n_frames is not None:
+        config.max_n_frames = args.max_n_frames
+    if args.evaluation_interval is not None:
+        config.evaluation_interval = args.evaluation_interval
+    config.loggers, config.render, config.checkpoint_at_end, config.checkpoint_interval = ["csv"], False, False, 0
+    algorithm = (MappoConfig if args.algorithm == "mappo" else IppoConfig).get_from_yaml()
+    task = getattr(VmasTask, args.task.upper()).get_from_yaml()
+    with tempfile.TemporaryDirectory() as folder:
+        config.save_folder = folder
+        experiment = Experiment(
+            task=task, algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
+            critic_model_config=MlpConfig.get_from_yaml(), seed=args.seed, config=config,
+        )  # fmt: skip
+        start = time.time()
+        experiment.run()
+        wall = time.time() - start
+        [scalars] = [os.path.join(d, "scalars") for d, subdirs, _ in os.walk(folder) if "scalars" in subdirs]
+        rows = read_rows(scalars)
+    meta = dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames, wall=wall)
+    meta.update(sps=speed(rows), experiment=dataclasses.asdict(config), algorithm_config=dataclasses.asdict(algorithm))
+    meta["task_config"] = dict(task.config)
+    with open(args.out, "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1, default=str)
+    print(
+        f"done: {len(rows)} iterations, {rows[-1]['step'] if rows else 0} frames, {meta['sps']:.0f} frames/s", file=sys.stderr
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Continuous actions (issue 48): mappo.py and ippo.py on VMAS navigation and balance, 3 seeds, beside BenchMARL's MAPPO
+# and IPPO run on this machine with their own configs at the same env steps. Budget: BenchMARL's default max_n_frames,
+# 3M env steps (TOTAL_TIMESTEPS overrides it for both sides).
+#   bash benchmark/vmas.sh             # ours, resumable as benchmark/mappo.sh is: benchmark/results/vmas_{mappo,ippo}
+#   bash benchmark/vmas.sh keep        # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
+#   bash benchmark/vmas.sh benchmarl   # BenchMARL's runs, one at a time: benchmark/results/vmas_benchmarl/
+#                                      # <task>_<algorithm>_seed<N>.json (commit them); finished ones are skipped, a run
+#                                      # cut short starts again (no resume). BENCHMARL_PYTHON: its venv's python (see
+#                                      # benchmark/benchmarl/benchmarl_baseline.py); ALGORITHMS, TASKS, SEEDS pick runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-3000000}
+if [ "${1:-}" = benchmarl ]; then
+  out=benchmark/results/vmas_benchmarl python=${BENCHMARL_PYTHON:-/work/benchmarl-venv/bin/python} failed=0
+  mkdir -p "$out"
+  for task in ${TASKS:-navigation balance}; do
+    for algorithm in ${ALGORITHMS:-mappo ippo}; do
+      for seed in ${SEEDS:-1 2 3}; do
+        name=${task}_${algorithm}_seed$seed
+        [ ! -e "$out/$name.json" ] || { echo "done already: $out/$name.json" >&2; continue; }
+        "$python" benchmark/benchmarl/benchmarl_baseline.py --algorithm "$algorithm" --task "$task" --seed "$seed" \
+          --max-n-frames "$TOTAL_TIMESTEPS" --out "$out/$name.json.tmp" >>"$out/$name.log" 2>&1 \
+          && mv "$out/$name.json.tmp" "$out/$name.json" || { echo "failed: $name, see $out/$name.log" >&2; failed=1; }
+      done
+    done
+  done
+  exit $failed
+fi
+for script in mappo ippo; do
+  ENV_IDS="vmas/navigation vmas/balance" SCRIPT=$script.py OUT=benchmark/results/vmas_$script bash benchmark/mappo.sh "$@"
+done
