@@ -1,9 +1,12 @@
 # ippo.py: IPPO, MAPPO with a decentralised critic (local observation). Diff base: mappo.py. Details: README.md#ippopy
 # Args, env adapters, networks, rollout, GAE, update, evaluation, training loop; then env backends and plumbing.
 import os
+import sys
 
-os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
-os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
+# JAX (SMAX, Hanabi) runs on the CPU, so torch has the GPU to itself; --env-on-device lets JAX use the GPU too ("": its
+# default). Either way JAX never reserves GPU memory up front.
+os.environ["JAX_PLATFORMS"] = "" if "--env-on-device" in sys.argv else "cpu"
+os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 
 import argparse
 import contextlib
@@ -15,7 +18,6 @@ import multiprocessing as mp
 import random
 import shutil
 import signal
-import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
@@ -62,6 +64,7 @@ class Args:
     eval_sampled: bool = False  # then as many with sampled actions, the metric of Mava's SMAX evaluations [ours]
     num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
     num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
+    env_on_device: bool = False  # SMAX, Hanabi, VMAS step on the training device (GPU), outputs to torch uncopied [ours]
     paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 envs, 128 wide, for 2 cores]
 
     # algorithm
@@ -100,6 +103,17 @@ class Args:
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
 # this step observed before any reset (after a truncation, GAE bootstraps from its value). A backend with continuous
 # = True (VMAS) takes actions (E,A,U) of U real numbers per agent instead, clips them to its bounds, and avail is all True.
+# A backend made with a device (--env-on-device: SMAX, Hanabi, VMAS) gives torch tensors on it and takes them.
+def on_host(x):
+    """An env output as numpy: a device backend's outputs are torch tensors on the training device"""
+    return x.cpu().numpy() if torch.is_tensor(x) else x
+
+
+def stack(arrays: list):
+    """T arrays (E,...) -> (T,E,...): numpy, or torch where a device backend gave tensors"""
+    return torch.stack(arrays) if torch.is_tensor(arrays[0]) else np.stack(arrays)
+
+
 class FrameStack:
     """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
     The env state is not stacked."""
@@ -219,14 +233,15 @@ class Critic(nn.Module):
 @torch.no_grad()
 def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, stop: list):
     """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
-    saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) on the host,
-    the actions and logprobs (T,E,A) on the device, the envs' last outputs and the seconds spent in the envs; None on
-    a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty)."""
+    saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
+    envs gave them (the host; the device with --env-on-device), the actions and logprobs (T,E,A) on the device, the
+    envs' last outputs and the seconds spent in the envs; None on a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list,
+    not empty)."""
     steps, actions, logprobs, env_time = [], [], [], 0.0
     for step in range(num_steps):
         if stop:  # the partial rollout is dropped
             return None
-        obs, avail = torch.from_numpy(out["obs"]).to(device), torch.from_numpy(out["avail"]).to(device)
+        obs, avail = torch.as_tensor(out["obs"], device=device), torch.as_tensor(out["avail"], device=device)
         dist = policy(actor(actor_input(obs, agent_ids)), avail, actor.log_std)  # all envs and agents in one forward
         action = dist.sample()  # (E,A), continuous: (E,A,U)
         actions.append(action)
@@ -235,15 +250,15 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
 
         # TRY NOT TO MODIFY: execute the game and log data
         env_start = time.time()
-        out = envs.step(action.cpu().numpy())
+        out = envs.step(action if torch.is_tensor(out["obs"]) else action.cpu().numpy())  # a device env takes tensors
         env_time += time.time() - env_start
         steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
-        episodes["return"] += out["reward"]
+        reward, done, won = on_host(out["reward"]), on_host(out["terminated"] | out["truncated"]), on_host(out["won"])
+        episodes["return"] += reward
         episodes["length"] += 1
-        done = out["terminated"] | out["truncated"]
-        episodes["finished"] += zip(episodes["return"][done], episodes["length"][done], out["won"][done])
+        episodes["finished"] += zip(episodes["return"][done], episodes["length"][done], won[done])
         episodes["return"][done], episodes["length"][done] = 0.0, 0
-    return {k: np.stack([s[k] for s in steps]) for k in steps[0]}, torch.stack(actions), torch.stack(logprobs), out, env_time
+    return {k: stack([s[k] for s in steps]) for k in steps[0]}, torch.stack(actions), torch.stack(logprobs), out, env_time
 
 
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
@@ -358,14 +373,15 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     while min(len(r) for r in results) < per_env:
         if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
-        logits = actor(actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids))  # (E,A,U)
-        dist = policy(logits, torch.from_numpy(nxt["avail"]).to(device), actor.log_std)  # (E,A,U)
+        logits = actor(actor_input(torch.as_tensor(nxt["obs"], device=device), agent_ids))  # (E,A,U)
+        dist = policy(logits, torch.as_tensor(nxt["avail"], device=device), actor.log_std)  # (E,A,U)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
-        nxt = envs.step(action.cpu().numpy())
-        ep_return += nxt["reward"]
-        for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
+        nxt = envs.step(action if torch.is_tensor(nxt["obs"]) else action.cpu().numpy())
+        ep_return += on_host(nxt["reward"])
+        won = on_host(nxt["won"])
+        for e in np.flatnonzero(on_host(nxt["terminated"] | nxt["truncated"])):
             if len(results[e]) < per_env:
-                results[e].append((float(nxt["won"][e]), ep_return[e]))
+                results[e].append((float(won[e]), ep_return[e]))
             ep_return[e] = 0.0
     episodes = [results[e][k] for k in range(per_env) for e in range(envs.num_envs)][:num_episodes]
     wins, returns = zip(*episodes)
@@ -385,7 +401,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
     # env setup: the eval envs come first and tell the sizes
     eval_seed = args.seed + 100_000
-    eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, args.num_workers, args.num_stacked_frames)
+    env_args = (args.num_workers, args.num_stacked_frames, device if args.env_on_device else None)  # None: on the host
+    eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
     A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
     B = args.num_envs * args.num_steps * A  # agent-steps per rollout
     check(args.num_minibatches <= B, f"--num-minibatches {args.num_minibatches} exceeds the {B} agent-steps of a rollout")
@@ -406,7 +423,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
             greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, (), eval_generator)
         return run.report(greedy)
 
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.num_workers, args.num_stacked_frames)
+    envs = make_env(args.env_id, args.num_envs, args.seed, *env_args)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
     out = run.start(envs)  # the first reset (SMAX compiles here)
     for iteration in range(run.iteration + 1, run.num_iterations + 1):
@@ -419,12 +436,12 @@ def train(args: Args, ckpt: Optional[dict] = None):
         collected = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run.signals)
         if collected is None:
             break
-        host, actions, logprobs, out, env_time = collected  # (T,E,...) numpy, (T,E,A), (T,E,A), the envs' last outputs
+        seen, actions, logprobs, out, env_time = collected  # (T,E,...) as the envs gave them, (T,E,A), (T,E,A), last outputs
         run.global_step += args.num_envs * args.num_steps
 
         # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
-        b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
-        nxt = {k: torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "alive")}
+        b = {k: torch.as_tensor(v[seen["truncated"]] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
+        nxt = {k: torch.as_tensor(out[k], device=device) for k in ("obs", "env_state", "alive")}
         state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
@@ -485,13 +502,21 @@ class JaxVecEnv:
 
         return JaxVecEnv.jitted.setdefault((env_id, one.__name__, num_envs), jax.jit(call))
 
+    def outputs(self, out: dict) -> dict:
+        if self.device is None:
+            return {k: np.array(v) for k, v in out.items()}  # writable host copies
+        return {k: torch.as_tensor(torch.from_dlpack(v), device=self.device) for k, v in out.items()}  # DLPack: no copy
+
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
-        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+        return self.outputs(out)
 
-    def step(self, actions: np.ndarray) -> dict:
-        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
-        return {k: np.array(v) for k, v in out.items()}
+    def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
+        import jax
+
+        actions = actions.astype(np.int32) if self.device is None else jax.dlpack.from_dlpack(actions.to(torch.int32))
+        self._key, self._state, out = self._step(self._key, self._state, actions)
+        return self.outputs(out)
 
     def close(self):
         pass
@@ -512,7 +537,7 @@ class SMAXVecEnv(JaxVecEnv):
     def presets(env_id: str, paper_preset: bool) -> dict:
         return SMAC_MAP_PRESETS.get(env_id, {})
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
         import jax.numpy as jnp
 
@@ -551,7 +576,7 @@ class SMAXVecEnv(JaxVecEnv):
             return st, dict(out, final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key = jax.random.PRNGKey(seed)
+        self._key, self.device = jax.random.PRNGKey(seed), device
 
 
 class HanabiVecEnv(JaxVecEnv):
@@ -571,7 +596,7 @@ class HanabiVecEnv(JaxVecEnv):
     def presets(env_id: str, paper_preset: bool) -> dict:
         return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
         import jax.numpy as jnp
 
@@ -605,7 +630,7 @@ class HanabiVecEnv(JaxVecEnv):
             return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key = jax.random.PRNGKey(seed)
+        self._key, self.device = jax.random.PRNGKey(seed), device
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
@@ -625,7 +650,7 @@ class MPEVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         module = importlib.import_module(f"mpe2.{env_id}")
         self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
         env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
@@ -661,9 +686,12 @@ class MPEVecEnv:
 
 
 class VMASVecEnv:
-    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call on the CPU.
-    Team reward = the agents' mean; env state = all observations (zero-padded to the largest); the time limit of the
-    scenario's preset is a truncation; finished envs are reset one by one (all at once at a common time limit)."""
+    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call, on the CPU or
+    with --env-on-device on the training device (outputs stay torch tensors there). Team reward = the agents' mean;
+    env state = all observations (zero-padded to the largest); the time limit of the scenario's preset is a truncation;
+    finished envs are reset one by one (all at once at a common time limit). VMAS keeps one random state for all its
+    envs in a process; each adapter swaps its own in, so that evaluation envs do not change the training envs' draws
+    (on a GPU, VMAS also draws from torch's CUDA generator, which the policy shares)."""
 
     has_wins, continuous = False, True
 
@@ -675,41 +703,52 @@ class VMASVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return VMAS_PRESET
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
 
-        name = env_id.removeprefix("vmas/")
-        self.env = vmas.make_env(name, num_envs, "cpu", seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        name, self.device = env_id.removeprefix("vmas/"), device  # device None: VMAS on the CPU, outputs as numpy
+        kwargs = dict(seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        self.env = vmas.make_env(name, num_envs, device or "cpu", **kwargs)
+        self.shared_state = self.env.vmas_random_state  # a class attribute: one list for all VMAS envs
+        self.random_state = list(self.shared_state)  # (torch, numpy, random) states, as make_env seeded them
         spaces = self.env.action_space.spaces  # per agent: Box(low, high, (U,))
         check(len({sp.shape for sp in spaces}) == 1, f"{env_id}: agents with different action sizes are not supported")
-        self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])  # (A,U) bounds
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
         E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        self.avail, self.alive = np.ones((E, A, U), dtype=bool), np.ones((E, A), dtype=bool)
+        self.low, self.high = (torch.tensor(np.stack([getattr(sp, k) for sp in spaces])) for k in ("low", "high"))  # (A,U)
 
-    def _pack(self, obs_list: list) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
-        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+    def outputs(self, obs_list: list, **outcome) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
+        obs = torch.zeros((self.num_envs, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O) padded
         for j, agent_obs in enumerate(obs_list):
-            obs[:, j, : self.obs_dims[j]] = agent_obs.numpy()
-        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+            obs[:, j, : self.obs_dims[j]] = agent_obs
+        out = dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), **outcome)
+        out.update(avail=torch.ones((*obs.shape[:2], self.num_actions), dtype=torch.bool, device=obs.device))
+        out.update(alive=torch.ones(obs.shape[:2], dtype=torch.bool, device=obs.device))
+        return out if self.device is not None else {k: v.cpu().numpy() for k, v in out.items()}
+
+    def own_stream(self, call, *args):  # a VMAS call drawing from this adapter's random state
+        self.shared_state[:] = self.random_state
+        result = call(*args)
+        self.random_state = list(self.shared_state)
+        return result
 
     def reset(self) -> dict:
-        return self._pack(self.env.reset())
+        return self.outputs(self.own_stream(self.env.reset))
 
-    def step(self, actions: np.ndarray) -> dict:  # actions (E,A,U), clipped to the bounds here
-        sent = torch.from_numpy(np.clip(actions, self.low, self.high).astype(np.float32))
-        obs, rewards, terminated, truncated, _ = self.env.step(list(sent.unbind(1)))
-        terminated, truncated = terminated.numpy(), truncated.numpy() & ~terminated.numpy()
-        final, done = self._pack(obs), np.flatnonzero(terminated | truncated)
+    def step(self, actions) -> dict:  # (E,A,U) numpy, or torch on the device; clipped to the bounds here
+        actions = torch.as_tensor(actions, device=self.env.device)
+        sent = actions.clamp(self.low.to(actions.device), self.high.to(actions.device))
+        obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, list(sent.unbind(1)))
+        truncated = truncated & ~terminated
+        final, done = self.outputs(obs), (terminated | truncated).nonzero().flatten().tolist()
         if len(done) == self.num_envs:
-            obs = self.env.reset()
+            obs = self.own_stream(self.env.reset)
         for e in done if len(done) < self.num_envs else ():
-            obs = self.env.reset_at(int(e))  # every env's observations, env e's after its reset
-        out = self._pack(obs)
-        out.update(reward=torch.stack(rewards).mean(0).numpy(), terminated=terminated, truncated=truncated)
-        out.update(won=np.zeros(self.num_envs, dtype=bool), final_obs=final["obs"], final_state=final["env_state"])
-        return dict(out, final_alive=final["alive"])
+            obs = self.own_stream(self.env.reset_at, e)  # every env's observations, env e's after its reset
+        reward = torch.stack(rewards).mean(0)  # (E,) the agents' mean
+        out = self.outputs(obs, reward=reward, terminated=terminated, truncated=truncated, won=torch.zeros_like(terminated))
+        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
     def close(self):
         pass
@@ -771,7 +810,7 @@ class SMACliteVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {**SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {}), "eval_interval": 5}
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
 
         map_name = env_id.removeprefix("smaclite/")
@@ -825,8 +864,13 @@ def env_backend(env_id: str):
     return backend
 
 
-def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
-    envs = env_backend(env_id)(env_id, num_envs, seed, num_workers)
+def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1, device=None):
+    """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors (SMAX, Hanabi, VMAS)"""
+    backend = env_backend(env_id)
+    if device is not None:
+        check(backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv), f"--env-on-device: {env_id} steps on the host only")
+        check(num_stacked_frames == 1, "--env-on-device: stacked frames (--num-stacked-frames) are host-only")
+    envs = backend(env_id, num_envs, seed, num_workers, device)
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 

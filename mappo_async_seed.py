@@ -125,6 +125,7 @@ class Args:
 # terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
 # this step observed before any reset (after a truncation, GAE bootstraps from its value). A backend with continuous
 # = True (VMAS) takes actions (E,A,U) of U real numbers per agent instead, clips them to its bounds, and avail is all True.
+# A backend made with a device (--env-on-device: SMAX, Hanabi, VMAS) gives torch tensors on it and takes them.
 class FrameStack:
     """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
     The env state is not stacked."""
@@ -782,13 +783,21 @@ class JaxVecEnv:
 
         return JaxVecEnv.jitted.setdefault((env_id, one.__name__, num_envs), jax.jit(call))
 
+    def outputs(self, out: dict) -> dict:
+        if self.device is None:
+            return {k: np.array(v) for k, v in out.items()}  # writable host copies
+        return {k: torch.as_tensor(torch.from_dlpack(v), device=self.device) for k, v in out.items()}  # DLPack: no copy
+
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
-        return {k: np.array(v) for k, v in out.items()}  # writable host copies
+        return self.outputs(out)
 
-    def step(self, actions: np.ndarray) -> dict:
-        self._key, self._state, out = self._step(self._key, self._state, actions.astype(np.int32))
-        return {k: np.array(v) for k, v in out.items()}
+    def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
+        import jax
+
+        actions = actions.astype(np.int32) if self.device is None else jax.dlpack.from_dlpack(actions.to(torch.int32))
+        self._key, self._state, out = self._step(self._key, self._state, actions)
+        return self.outputs(out)
 
     def close(self):
         pass
@@ -809,7 +818,7 @@ class SMAXVecEnv(JaxVecEnv):
     def presets(env_id: str, paper_preset: bool) -> dict:
         return SMAC_MAP_PRESETS.get(env_id, {})
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
         import jax.numpy as jnp
 
@@ -848,7 +857,7 @@ class SMAXVecEnv(JaxVecEnv):
             return st, dict(out, final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key = jax.random.PRNGKey(seed)
+        self._key, self.device = jax.random.PRNGKey(seed), device
 
 
 class HanabiVecEnv(JaxVecEnv):
@@ -868,7 +877,7 @@ class HanabiVecEnv(JaxVecEnv):
     def presets(env_id: str, paper_preset: bool) -> dict:
         return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
         import jax.numpy as jnp
 
@@ -902,7 +911,7 @@ class HanabiVecEnv(JaxVecEnv):
             return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key = jax.random.PRNGKey(seed)
+        self._key, self.device = jax.random.PRNGKey(seed), device
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
@@ -922,7 +931,7 @@ class MPEVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         module = importlib.import_module(f"mpe2.{env_id}")
         self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
         env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
@@ -958,9 +967,12 @@ class MPEVecEnv:
 
 
 class VMASVecEnv:
-    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call on the CPU.
-    Team reward = the agents' mean; env state = all observations (zero-padded to the largest); the time limit of the
-    scenario's preset is a truncation; finished envs are reset one by one (all at once at a common time limit)."""
+    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call, on the CPU or
+    with --env-on-device on the training device (outputs stay torch tensors there). Team reward = the agents' mean;
+    env state = all observations (zero-padded to the largest); the time limit of the scenario's preset is a truncation;
+    finished envs are reset one by one (all at once at a common time limit). VMAS keeps one random state for all its
+    envs in a process; each adapter swaps its own in, so that evaluation envs do not change the training envs' draws
+    (on a GPU, VMAS also draws from torch's CUDA generator, which the policy shares)."""
 
     has_wins, continuous = False, True
 
@@ -972,41 +984,52 @@ class VMASVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return VMAS_PRESET
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
 
-        name = env_id.removeprefix("vmas/")
-        self.env = vmas.make_env(name, num_envs, "cpu", seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        name, self.device = env_id.removeprefix("vmas/"), device  # device None: VMAS on the CPU, outputs as numpy
+        kwargs = dict(seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
+        self.env = vmas.make_env(name, num_envs, device or "cpu", **kwargs)
+        self.shared_state = self.env.vmas_random_state  # a class attribute: one list for all VMAS envs
+        self.random_state = list(self.shared_state)  # (torch, numpy, random) states, as make_env seeded them
         spaces = self.env.action_space.spaces  # per agent: Box(low, high, (U,))
         check(len({sp.shape for sp in spaces}) == 1, f"{env_id}: agents with different action sizes are not supported")
-        self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])  # (A,U) bounds
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
         E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        self.avail, self.alive = np.ones((E, A, U), dtype=bool), np.ones((E, A), dtype=bool)
+        self.low, self.high = (torch.tensor(np.stack([getattr(sp, k) for sp in spaces])) for k in ("low", "high"))  # (A,U)
 
-    def _pack(self, obs_list: list) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
-        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
+    def outputs(self, obs_list: list, **outcome) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
+        obs = torch.zeros((self.num_envs, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O) padded
         for j, agent_obs in enumerate(obs_list):
-            obs[:, j, : self.obs_dims[j]] = agent_obs.numpy()
-        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
+            obs[:, j, : self.obs_dims[j]] = agent_obs
+        out = dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), **outcome)
+        out.update(avail=torch.ones((*obs.shape[:2], self.num_actions), dtype=torch.bool, device=obs.device))
+        out.update(alive=torch.ones(obs.shape[:2], dtype=torch.bool, device=obs.device))
+        return out if self.device is not None else {k: v.cpu().numpy() for k, v in out.items()}
+
+    def own_stream(self, call, *args):  # a VMAS call drawing from this adapter's random state
+        self.shared_state[:] = self.random_state
+        result = call(*args)
+        self.random_state = list(self.shared_state)
+        return result
 
     def reset(self) -> dict:
-        return self._pack(self.env.reset())
+        return self.outputs(self.own_stream(self.env.reset))
 
-    def step(self, actions: np.ndarray) -> dict:  # actions (E,A,U), clipped to the bounds here
-        sent = torch.from_numpy(np.clip(actions, self.low, self.high).astype(np.float32))
-        obs, rewards, terminated, truncated, _ = self.env.step(list(sent.unbind(1)))
-        terminated, truncated = terminated.numpy(), truncated.numpy() & ~terminated.numpy()
-        final, done = self._pack(obs), np.flatnonzero(terminated | truncated)
+    def step(self, actions) -> dict:  # (E,A,U) numpy, or torch on the device; clipped to the bounds here
+        actions = torch.as_tensor(actions, device=self.env.device)
+        sent = actions.clamp(self.low.to(actions.device), self.high.to(actions.device))
+        obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, list(sent.unbind(1)))
+        truncated = truncated & ~terminated
+        final, done = self.outputs(obs), (terminated | truncated).nonzero().flatten().tolist()
         if len(done) == self.num_envs:
-            obs = self.env.reset()
+            obs = self.own_stream(self.env.reset)
         for e in done if len(done) < self.num_envs else ():
-            obs = self.env.reset_at(int(e))  # every env's observations, env e's after its reset
-        out = self._pack(obs)
-        out.update(reward=torch.stack(rewards).mean(0).numpy(), terminated=terminated, truncated=truncated)
-        out.update(won=np.zeros(self.num_envs, dtype=bool), final_obs=final["obs"], final_state=final["env_state"])
-        return dict(out, final_alive=final["alive"])
+            obs = self.own_stream(self.env.reset_at, e)  # every env's observations, env e's after its reset
+        reward = torch.stack(rewards).mean(0)  # (E,) the agents' mean
+        out = self.outputs(obs, reward=reward, terminated=terminated, truncated=truncated, won=torch.zeros_like(terminated))
+        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
     def close(self):
         pass
@@ -1068,7 +1091,7 @@ class SMACliteVecEnv:
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {**SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {}), "eval_interval": 5}
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
 
         map_name = env_id.removeprefix("smaclite/")
@@ -1122,8 +1145,13 @@ def env_backend(env_id: str):
     return backend
 
 
-def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1):
-    envs = env_backend(env_id)(env_id, num_envs, seed, num_workers)
+def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1, device=None):
+    """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors (SMAX, Hanabi, VMAS)"""
+    backend = env_backend(env_id)
+    if device is not None:
+        check(backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv), f"--env-on-device: {env_id} steps on the host only")
+        check(num_stacked_frames == 1, "--env-on-device: stacked frames (--num-stacked-frames) are host-only")
+    envs = backend(env_id, num_envs, seed, num_workers, device)
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 

@@ -95,3 +95,29 @@ def test_registry_one_backend_per_id_and_presets_are_args():
     assert {"3m", "hanabi", "simple_spread_v3", "vmas/navigation", "vmas/balance"} <= set(seen)
     assert mappo.SMAXVecEnv.presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
     assert mappo.HanabiVecEnv.presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset
+
+
+@pytest.mark.parametrize("backend", ["SMAXVecEnv", "HanabiVecEnv", "VMASVecEnv"])
+def test_env_on_device_gives_the_host_outputs_as_tensors(backend):
+    """--env-on-device (here the device is the CPU): the same envs give torch tensors holding the same values as the
+    host path's numpy arrays, and take the actions as tensors; JAX hands its arrays over by DLPack"""
+    import torch
+
+    host, device = (mappo.make_env(CASES[backend], 4, seed=3, device=d) for d in (None, "cpu"))
+    rng = np.random.default_rng(0)
+    out_host, out_device = host.reset(), device.reset()
+    for _ in range(6):
+        assert set(out_device) == set(out_host)
+        for key, value in out_host.items():
+            assert torch.is_tensor(out_device[key]) and out_device[key].device.type == "cpu", key
+            np.testing.assert_array_equal(out_device[key].numpy(), value, err_msg=key)
+        actions = random_actions(rng, out_host["avail"], host.continuous)
+        out_host, out_device = host.step(actions), device.step(torch.as_tensor(actions))
+    host.close(), device.close()
+
+
+def test_env_on_device_refuses_host_only_envs(capsys):
+    for env_id, frames in (("simple_spread_v3", 1), ("3m", 4)):
+        with pytest.raises(SystemExit) as exit_info:
+            mappo.make_env(env_id, 2, seed=0, num_stacked_frames=frames, device="cpu")
+        assert exit_info.value.code == 2 and "--env-on-device" in capsys.readouterr().err

@@ -96,6 +96,19 @@ def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
     assert all(logged.get(s) == pytest.approx(v, rel=1e-6) if v is not None else s not in logged for s, v in rows)
 
 
+@pytest.mark.parametrize("script", ["mappo.py", "mappo_rnn.py"])
+def test_env_on_device_logs_the_recorded_numbers(train, tmp_path, script):
+    """--env-on-device on a CPU machine: SMAX's arrays reach torch by DLPack instead of as numpy copies, the rollout
+    stays in torch tensors, and every recorded scalar comes out the same"""
+    golden = json.loads((GOLDEN / f"{case_name(script, '3m')}.json").read_text())
+    assert train(*command(script, "3m"), "--env-on-device") == 0
+    [run] = run_dirs(tmp_path)
+    now = scalars(run)
+    assert sorted(now) == sorted(golden["scalars"])
+    for tag, rows in golden["scalars"].items():
+        np.testing.assert_allclose(np.array(now[tag]), np.array(rows), rtol=1e-4, atol=1e-6, err_msg=tag)
+
+
 ZERO_LAG = ["--num-clients", "1", "--num-splits", "1", "--max-policy-lag", "0"]
 ASYNC_CASES = [(base, env_id) for base in ("mappo.py", "mappo_rnn.py") for env_id in ENV_FLAGS]
 

@@ -13,7 +13,7 @@ SMALL = ["--no-cuda", "--num-envs", "4", "--update-epochs", "2", "--eval-episode
 RATIO_RUN = ["--env-id", "3m", *SMALL, "--num-steps", "64", "--total-timesteps", "768", "--eval-interval", "0"]
 STORE_LINE = "actor_hs.append(actor_h)  # be really careful about the index: the state that step t starts from"
 CRITIC_LINE = "critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t"
-RESET_LINE = "start = torch.from_numpy(done).to(device)"
+RESET_LINE = "start = torch.as_tensor(done, device=device)"
 
 
 def test_gru_resets_where_an_episode_starts_inside_a_chunk():
