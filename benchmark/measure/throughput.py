@@ -1,7 +1,7 @@
 """mappo.py's training throughput next to raw env stepping (uniformly random available actions) at the same number
 of envs, measured in one run of this script, and where an iteration's time goes.
 
-    python benchmark/measure/throughput.py [--env-ids 3m smaclite/2s3z hanabi] [--iterations 8]
+    python benchmark/measure/throughput.py [--env-ids 3m smaclite/2s3z hanabi vmas/navigation] [--iterations 8]
 
 Writes benchmark/results/throughput.md and .json; rows of envs not measured this time stay as they were. Both sides run
 on the CPU here unless --cuda is passed.
@@ -30,6 +30,8 @@ def raw_sps(env_id: str, num_envs: int, steps: int, seed: int = 0, windows: int 
     rng = np.random.default_rng(seed)
 
     def step(nxt: dict) -> dict:  # one step of every env with uniformly random available actions
+        if envs.continuous:  # (E,A,U) uniform in [-1, 1]
+            return envs.step(rng.uniform(-1.0, 1.0, nxt["avail"].shape).astype(np.float32))
         return envs.step((rng.random(nxt["avail"].shape) * nxt["avail"]).argmax(-1))
 
     nxt = envs.reset()
