@@ -424,8 +424,8 @@ def test_learns_simple_spread(run_script, tmp_path):
 @pytest.mark.slow
 def test_learns_vmas_navigation(run_script, tmp_path):
     """Continuous actions: fixed seed and step budget (40 updates of 60 envs x 100 steps, about 2 minutes here), the
-    greedy team return of VMAS navigation clearly above uniformly random actions (about -0.5; seed 1 read 0.68, 0.82,
-    0.92 at the last three evaluations)."""
+    greedy team return of VMAS navigation clearly above uniformly random actions (about -0.5; seed 1 read 0.72, 0.77,
+    0.76 at the last three evaluations)."""
     flags = ["--env-id", "vmas/navigation", "--seed", "1", "--total-timesteps", "240000", "--eval-interval", "5", "--no-cuda"]
     run_script("mappo.py", *flags)
     [run] = run_dirs(tmp_path)
