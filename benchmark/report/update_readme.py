@@ -334,9 +334,31 @@ def async_throughput() -> str:
     return table(load("async_throughput.json"))
 
 
+def acting_rows() -> str:
+    """Hanabi with --acting-rows-only: the update's time (benchmark/measure/acting_rows.py) and the learning check
+    (benchmark/hanabi_acting_rows.sh, read by benchmark/report/compare_histories.py)"""
+    speed, check = load("acting_rows.json"), load("hanabi_acting_rows/compare.json")
+    old, new = (speed["median"][side]["update_s"] for side in ("all rows", "acting rows only"))
+    out = [
+        f"Update: {new:.2f} s with acting rows only, {old:.2f} s with every row ({speed['update_ratio']:.2f}x; "
+        "mappo.py's Hanabi preset, alternating runs on this 2-core CPU: benchmark/results/acting_rows.md).",
+        "",
+    ]
+    out += ["| rows in the update | greedy eval, per seed (mean) | training episodes, per seed (mean) |", "|---|---|---|"]
+    for label, scores in check["per_seed"].items():
+        cells = [
+            f"{', '.join(f'{v:.2f}' for v in scores[score].values())} ({check['mean'][label][score]:.2f})"
+            for score in ("greedy evaluation", "training episodes")
+        ]
+        out.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    out.append("")
+    out.append(f"Score at {check['until']:,} env steps, per seed the median of the last 10 evaluations (32 games each).")
+    return "\n".join(out)
+
+
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
-GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall)
+GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 
