@@ -715,25 +715,30 @@ class HanabiVecEnv(JaxVecEnv):
 
 
 class MPEVecEnv:
-    """PettingZoo MPE (mpe2), parallel API, discrete actions, stepped in a loop (it is cheap). Agents are padded to the
-    largest obs and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
+    """PettingZoo MPE (mpe2), parallel API, stepped in a loop (it is cheap). Discrete actions, or continuous ones
+    (<task>_continuous: forces in [0, 1], where the agents' action sizes agree). Agents are padded to the largest obs
+    and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
 
-    has_wins, continuous = False, False
+    has_wins, continuous = False, False  # continuous: set per env id
 
     @staticmethod
     def ids() -> list[str]:
-        return list(MPE_TASK_PRESETS)
+        return [*MPE_TASK_PRESETS, *(f"{task}_continuous" for task in ("simple_spread_v3", "simple_reference_v3"))]
 
     @staticmethod
     def presets(env_id: str, paper_preset: bool) -> dict:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id]}
+        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]}
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
-        module = importlib.import_module(f"mpe2.{env_id}")
-        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=False) for _ in range(num_envs)]
+        task = env_id.removesuffix("_continuous")
+        module, self.continuous = importlib.import_module(f"mpe2.{task}"), task != env_id
+        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=self.continuous) for _ in range(num_envs)]
         env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
         self.agents, self.obs_dims = env.possible_agents, [env.observation_space(a).shape[0] for a in env.possible_agents]
-        act_dims = np.array([env.action_space(a).n for a in self.agents])
+        spaces = [env.action_space(a) for a in self.agents]
+        act_dims = np.array([space.shape[0] if self.continuous else space.n for space in spaces])
+        if self.continuous:  # (A,U) bounds
+            self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])
         E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(act_dims.max())
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
         self.avail = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)).copy()  # (E,A,U): padding unavailable
@@ -749,8 +754,9 @@ class MPEVecEnv:
         seeds, self.seeds = self.seeds, [None] * self.num_envs
         return self._pack([env.reset(seed=s)[0] for env, s in zip(self.envs, seeds)])
 
-    def step(self, actions: np.ndarray) -> dict:
-        results = [env.step(dict(zip(self.agents, acts))) for env, acts in zip(self.envs, actions.tolist())]
+    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
+        actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
+        results = [env.step(dict(zip(self.agents, acts))) for env, acts in zip(self.envs, actions)]
         terminated = np.array([all(term.values()) for _, _, term, _, _ in results])
         truncated = np.array([all(trunc.values()) for *_, trunc, _ in results]) & ~terminated
         final = self._pack([obs for obs, *_ in results])

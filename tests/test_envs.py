@@ -34,15 +34,14 @@ def check_observed(out: dict, envs, E: int):
     assert np.isfinite(out["obs"]).all() and np.isfinite(out["env_state"]).all()
 
 
-@pytest.mark.parametrize("backend", list(CASES))
-def test_env_contract(backend):
-    env_id = CASES[backend]
+@pytest.mark.parametrize("backend, env_id", [*CASES.items(), ("MPEVecEnv", "simple_spread_v3_continuous")])
+def test_env_contract(backend, env_id):
     if backend == "SMACliteVecEnv" and smaclite_missing():
         pytest.skip(smaclite_missing())
     E = 4
     envs = mappo.make_env(env_id, E, seed=7)
     assert type(envs).__name__ == backend and isinstance(envs.has_wins, bool) and isinstance(envs.continuous, bool)
-    assert envs.continuous == (backend == "VMASVecEnv")
+    assert envs.continuous == (backend == "VMASVecEnv" or env_id.endswith("_continuous"))
     rng, out = np.random.default_rng(0), envs.reset()
     check_observed(out, envs, E)
     ended = 0
@@ -92,7 +91,7 @@ def test_registry_one_backend_per_id_and_presets_are_args():
             assert mappo.env_backend(env_id) is backend
             for paper_preset in (False, True):
                 assert set(backend.presets(env_id, paper_preset)) <= fields, (env_id, backend.presets(env_id, paper_preset))
-    assert {"3m", "hanabi", "simple_spread_v3", "vmas/navigation", "vmas/balance"} <= set(seen)
+    assert {"3m", "hanabi", "simple_spread_v3", "simple_spread_v3_continuous", "vmas/navigation"} <= set(seen)
     assert mappo.SMAXVecEnv.presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
     assert mappo.HanabiVecEnv.presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset
 
