@@ -55,7 +55,7 @@ class Args:
     eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
-    env_id: str = "3m"  # SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p) [ours]
+    env_id: str = "3m"  # SMAX (3m, ...), smaclite/<map>, MPE (simple_spread_v3[_continuous], ...), hanabi, vmas/<task> [ours]
     num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
     num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
     total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
