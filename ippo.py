@@ -5,7 +5,7 @@ import sys
 
 # JAX (SMAX, Hanabi) runs on the CPU, so torch has the GPU to itself; --env-on-device lets JAX use the GPU too ("": its
 # default). Either way JAX never reserves GPU memory up front.
-os.environ["JAX_PLATFORMS"] = "" if "--env-on-device" in sys.argv else "cpu"
+os.environ["JAX_PLATFORMS"] = "" if {"--env-on-device", "--env_on_device"} & set(sys.argv) else "cpu"
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 
 import argparse
@@ -514,7 +514,11 @@ class JaxVecEnv:
     def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
         import jax
 
-        actions = actions.astype(np.int32) if self.device is None else jax.dlpack.from_dlpack(actions.to(torch.int32))
+        if self.device is None:
+            actions = actions.astype(np.int32)
+        else:  # by DLPack; through the host where JAX runs on the CPU (a run resumed without --env-on-device)
+            actions = actions.to(torch.int32)
+            actions = jax.dlpack.from_dlpack(actions.cpu() if jax.default_backend() == "cpu" else actions)
         self._key, self._state, out = self._step(self._key, self._state, actions)
         return self.outputs(out)
 
