@@ -795,11 +795,7 @@ class JaxVecEnv:
     def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
         import jax
 
-        if self.device is None:
-            actions = actions.astype(np.int32)
-        else:  # by DLPack; through the host where JAX runs on the CPU (a run resumed without --env-on-device)
-            actions = actions.to(torch.int32)
-            actions = jax.dlpack.from_dlpack(actions.cpu() if jax.default_backend() == "cpu" else actions)
+        actions = actions.astype(np.int32) if self.device is None else jax.dlpack.from_dlpack(actions.to(torch.int32))
         self._key, self._state, out = self._step(self._key, self._state, actions)
         return self.outputs(out)
 
@@ -862,6 +858,9 @@ class SMAXVecEnv(JaxVecEnv):
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self._key, self.device = jax.random.PRNGKey(seed), device
+        on_cpu = (jax.default_backend() == "cpu", torch.device(device or "cpu").type == "cpu")  # JAX's, torch's
+        check(device is None or on_cpu[0] == on_cpu[1], f"--env-on-device: JAX runs on {jax.default_backend()}, torch "
+              f"on {device}: pass --env-on-device on the command line (a resumed run too), and torch on the GPU")  # fmt: skip
 
 
 class HanabiVecEnv(JaxVecEnv):
@@ -916,6 +915,9 @@ class HanabiVecEnv(JaxVecEnv):
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self._key, self.device = jax.random.PRNGKey(seed), device
+        on_cpu = (jax.default_backend() == "cpu", torch.device(device or "cpu").type == "cpu")  # JAX's, torch's
+        check(device is None or on_cpu[0] == on_cpu[1], f"--env-on-device: JAX runs on {jax.default_backend()}, torch "
+              f"on {device}: pass --env-on-device on the command line (a resumed run too), and torch on the GPU")  # fmt: skip
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
@@ -1007,7 +1009,8 @@ class VMASVecEnv:
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
         E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        self.low, self.high = (torch.tensor(np.stack([getattr(sp, k) for sp in spaces])) for k in ("low", "high"))  # (A,U)
+        bounds = (np.stack([getattr(sp, k) for sp in spaces]) for k in ("low", "high"))
+        self.low, self.high = (torch.tensor(b, device=self.env.device) for b in bounds)  # (A,U), where VMAS runs
 
     def outputs(self, obs_list: list, **outcome) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
         obs = torch.zeros((self.num_envs, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O) padded
@@ -1029,7 +1032,7 @@ class VMASVecEnv:
 
     def step(self, actions) -> dict:  # (E,A,U) numpy, or torch on the device; clipped to the bounds here
         actions = torch.as_tensor(actions, device=self.env.device)
-        sent = actions.clamp(self.low.to(actions.device), self.high.to(actions.device))
+        sent = actions.clamp(self.low, self.high)
         obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, list(sent.unbind(1)))
         truncated = truncated & ~terminated
         final, done = self.outputs(obs), (terminated | truncated).nonzero().flatten().tolist()

@@ -304,8 +304,11 @@ def test_to_move_picks_the_player_to_move():
         for e in range(E):
             assert torch.equal(picked[t, e, 0], x[t, e, players[t, e]])
     assert mappo.to_move(torch.arange(T * E * A).view(T, E, A), alive).shape == (T, E, 1)
-    with pytest.raises(RuntimeError):  # a step without exactly one player to move is an error, not a silent mix-up
-        mappo.to_move(x, torch.ones(T, E, A, dtype=torch.bool))
+    two_then_none = torch.zeros(2, 1, 2, dtype=torch.bool)
+    two_then_none[0] = True  # step 0: both players, step 1: none; as many rows as steps, still an error, not a mix-up
+    for bad in (torch.ones(T, E, A, dtype=torch.bool), two_then_none):
+        with pytest.raises(ValueError):
+            mappo.to_move(torch.randn(*bad.shape, 4), bad)
 
 
 def test_diag_gaussian_matches_torch_distributions():
