@@ -504,10 +504,18 @@ class JaxVecEnv:
 
         return JaxVecEnv.jitted.setdefault((env_id, one.__name__, num_envs), jax.jit(call))
 
+    def seed_and_place(self, seed: int, device):
+        """The env key; with a device (--env-on-device) JAX must run on the same kind of device as torch (DLPack)"""
+        import jax
+
+        self._key, self.device, jax_on = jax.random.PRNGKey(seed), device, jax.default_backend()
+        check(device is None or (jax_on == "cpu") == (torch.device(device).type == "cpu"), f"--env-on-device: JAX runs "
+              f"on {jax_on}, torch on {device}: pass --env-on-device on the command line (a resumed run too)")  # fmt: skip
+
     def outputs(self, out: dict) -> dict:
         if self.device is None:
             return {k: np.array(v) for k, v in out.items()}  # writable host copies
-        return {k: torch.as_tensor(torch.from_dlpack(v), device=self.device) for k, v in out.items()}  # DLPack: no copy
+        return {k: torch.from_dlpack(v) for k, v in out.items()}  # on the device, no copy
 
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
@@ -578,10 +586,7 @@ class SMAXVecEnv(JaxVecEnv):
             return st, dict(out, final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key, self.device = jax.random.PRNGKey(seed), device
-        on_cpu = (jax.default_backend() == "cpu", torch.device(device or "cpu").type == "cpu")  # JAX's, torch's
-        check(device is None or on_cpu[0] == on_cpu[1], f"--env-on-device: JAX runs on {jax.default_backend()}, torch "
-              f"on {device}: pass --env-on-device on the command line (a resumed run too), and torch on the GPU")  # fmt: skip
+        self.seed_and_place(seed, device)
 
 
 class HanabiVecEnv(JaxVecEnv):
@@ -635,10 +640,7 @@ class HanabiVecEnv(JaxVecEnv):
             return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
 
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
-        self._key, self.device = jax.random.PRNGKey(seed), device
-        on_cpu = (jax.default_backend() == "cpu", torch.device(device or "cpu").type == "cpu")  # JAX's, torch's
-        check(device is None or on_cpu[0] == on_cpu[1], f"--env-on-device: JAX runs on {jax.default_backend()}, torch "
-              f"on {device}: pass --env-on-device on the command line (a resumed run too), and torch on the GPU")  # fmt: skip
+        self.seed_and_place(seed, device)
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
@@ -732,14 +734,14 @@ class VMASVecEnv:
         self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
         bounds = (np.stack([getattr(sp, k) for sp in spaces]) for k in ("low", "high"))
         self.low, self.high = (torch.tensor(b, device=self.env.device) for b in bounds)  # (A,U), where VMAS runs
+        self.avail = torch.ones((E, A, U), dtype=torch.bool, device=self.env.device)  # every action, every agent alive
+        self.alive = torch.ones((E, A), dtype=torch.bool, device=self.env.device)
 
     def outputs(self, obs_list: list, **outcome) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
         obs = torch.zeros((self.num_envs, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O) padded
         for j, agent_obs in enumerate(obs_list):
             obs[:, j, : self.obs_dims[j]] = agent_obs
-        out = dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), **outcome)
-        out.update(avail=torch.ones((*obs.shape[:2], self.num_actions), dtype=torch.bool, device=obs.device))
-        out.update(alive=torch.ones(obs.shape[:2], dtype=torch.bool, device=obs.device))
+        out = dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive, **outcome)
         return out if self.device is not None else {k: v.cpu().numpy() for k, v in out.items()}
 
     def own_stream(self, call, *args):  # a VMAS call drawing from this adapter's random state

@@ -62,21 +62,30 @@ def logged(script: str, env_id: str) -> dict[str, list[list[float]]]:
 CASES = [(script, env_id) for script in SCRIPTS for env_id in ENV_FLAGS]
 
 
-@pytest.mark.parametrize("script, env_id", CASES, ids=[case_name(*c) for c in CASES])
-def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
-    if env_id.startswith("smaclite/") and smaclite_missing():
-        pytest.skip(smaclite_missing())
-    golden = json.loads((GOLDEN / f"{case_name(script, env_id)}.json").read_text())
-    assert golden["command"] == command(script, env_id), "the recorded case was run with other flags"
-    assert train(*command(script, env_id)) == 0
-    [run] = run_dirs(tmp_path)
-    now = scalars(run)
-    assert sorted(now) == sorted(golden["scalars"]), "the set of logged tags changed"
+def recorded(script: str, env_id: str) -> dict:
+    return json.loads((GOLDEN / f"{case_name(script, env_id)}.json").read_text())
+
+
+def assert_recorded_scalars(now: dict, golden: dict):
+    """Every recorded tag at the recorded steps, with the recorded values (to float32 rounding)"""
     for tag, rows in golden["scalars"].items():
         steps, values = np.array(rows).T
         now_steps, now_values = np.array(now[tag]).T
         np.testing.assert_array_equal(now_steps, steps, err_msg=tag)
         np.testing.assert_allclose(now_values, values, rtol=1e-4, atol=1e-6, err_msg=tag)
+
+
+@pytest.mark.parametrize("script, env_id", CASES, ids=[case_name(*c) for c in CASES])
+def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
+    if env_id.startswith("smaclite/") and smaclite_missing():
+        pytest.skip(smaclite_missing())
+    golden = recorded(script, env_id)
+    assert golden["command"] == command(script, env_id), "the recorded case was run with other flags"
+    assert train(*command(script, env_id)) == 0
+    [run] = run_dirs(tmp_path)
+    now = scalars(run)
+    assert sorted(now) == sorted(golden["scalars"]), "the set of logged tags changed"
+    assert_recorded_scalars(now, golden)
 
     # smoke: global_step counts env steps, one evaluation per update, and the PPO detail that the ratio is exactly 1
     # on the first mini-batch of the first epoch of every update
@@ -100,13 +109,12 @@ def test_same_numbers_as_recorded(train, tmp_path, script, env_id):
 def test_env_on_device_logs_the_recorded_numbers(train, tmp_path, script):
     """--env-on-device on a CPU machine: SMAX's arrays reach torch by DLPack instead of as numpy copies, the rollout
     stays in torch tensors, and every recorded scalar comes out the same"""
-    golden = json.loads((GOLDEN / f"{case_name(script, '3m')}.json").read_text())
+    golden = recorded(script, "3m")
     assert train(*command(script, "3m"), "--env-on-device") == 0
     [run] = run_dirs(tmp_path)
     now = scalars(run)
     assert sorted(now) == sorted(golden["scalars"])
-    for tag, rows in golden["scalars"].items():
-        np.testing.assert_allclose(np.array(now[tag]), np.array(rows), rtol=1e-4, atol=1e-6, err_msg=tag)
+    assert_recorded_scalars(now, golden)
 
 
 ZERO_LAG = ["--num-clients", "1", "--num-splits", "1", "--max-policy-lag", "0"]
@@ -120,17 +128,13 @@ def test_async_at_zero_lag_logs_the_base_scripts_numbers(train, tmp_path, base, 
     as mappo_rnn.py): every scalar recorded for that script, its own stats/ tags aside, must come out the same."""
     if env_id.startswith("smaclite/") and smaclite_missing():
         pytest.skip(smaclite_missing())
-    golden = json.loads((GOLDEN / f"{case_name(base, env_id)}.json").read_text())
+    golden = recorded(base, env_id)
     recurrent = ["--recurrent"] if base == "mappo_rnn.py" else []
     assert train("mappo_async_seed.py", *command(base, env_id)[1:], *ZERO_LAG, *recurrent) == 0
     [run] = run_dirs(tmp_path)
     now = scalars(run)
     assert set(golden["scalars"]) <= set(now), "a tag of the base script is missing"
-    for tag, rows in golden["scalars"].items():
-        steps, values = np.array(rows).T
-        now_steps, now_values = np.array(now[tag]).T
-        np.testing.assert_array_equal(now_steps, steps, err_msg=tag)
-        np.testing.assert_allclose(now_values, values, rtol=1e-4, atol=1e-6, err_msg=tag)
+    assert_recorded_scalars(now, golden)
     assert all(v == 0 for _, v in now["stats/policy_lag_max"])
 
 
