@@ -4,6 +4,7 @@
 # 3M env steps (TOTAL_TIMESTEPS overrides it for both sides).
 #   bash benchmark/vmas.sh             # ours, resumable as benchmark/mappo.sh is: benchmark/results/vmas_{mappo,ippo}
 #   bash benchmark/vmas.sh keep        # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
+# Both modes end with benchmark/report/vmas_compare.py (benchmark/results/vmas_compare: the README's table and curves).
 #   bash benchmark/vmas.sh benchmarl   # BenchMARL's runs, one at a time: benchmark/results/vmas_benchmarl/
 #                                      # <task>_<algorithm>_seed<N>.json (commit them); finished ones are skipped, a run
 #                                      # cut short starts again (no resume). BENCHMARL_PYTHON: its venv's python (see
@@ -25,8 +26,10 @@ if [ "${1:-}" = benchmarl ]; then
       done
     done
   done
+  ${PYTHON:-python} benchmark/report/vmas_compare.py || failed=1
   exit $failed
 fi
 for script in mappo ippo; do
   ENV_IDS="vmas/navigation vmas/balance" SCRIPT=$script.py OUT=benchmark/results/vmas_$script bash benchmark/mappo.sh "$@"
 done
+[ -n "${1:-}" ] || ${PYTHON:-python} benchmark/report/vmas_compare.py

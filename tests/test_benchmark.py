@@ -49,7 +49,7 @@ def write_run(root, env_id, seed, wins, returns=None, budget=None, script="mappo
         summary[f"median_{train_key}"] = float(np.median(scores[-10:]))
         for e, t in zip(summary["evals"], scores):
             e[train_key] = t
-    run = root / "runs" / f"{env_id}__{script}__{seed}__0"
+    run = root / "runs" / f"{env_id}__{script}__{seed}__0".replace("/", "-")  # as the scripts name their runs
     run.mkdir(parents=True)
     (run / "eval_summary.json").write_text(json.dumps(summary))
 
@@ -503,3 +503,44 @@ def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):
     assert result["per_seed"]["new"]["greedy evaluation"] == {"1": 0.3, "2": 0.3}
     assert result["mean"]["new"]["training episodes"] == pytest.approx(0.4)
     assert out.with_suffix(".png").stat().st_size > 0 and "| new | greedy evaluation |" in out.with_suffix(".md").read_text()
+
+
+def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows_it(tmp_path, monkeypatch):
+    """vmas_compare.py: ours (summarize.py's reading of vmas_mappo) and BenchMARL's rows, each seed's median over the
+    last 10 % of the smallest budget (ours: an evaluation every 3200 steps; BenchMARL: one every 9600 frames, a training
+    return every 3200), then the mean over seeds; update_readme's vmas table and speed line from its files"""
+    import update_readme
+    import vmas_compare
+
+    for seed in (1, 2):  # 32 evaluations up to 102,400 steps; the window (92,160, 102,400] holds the last 4
+        returns = [-10.0] * 29 + [-1.0 * seed] * 3  # in the window -10 and 3 x -seed: median -seed
+        write_run(tmp_path / "vmas_mappo", "vmas/navigation", seed, [0.0] * 30, returns=returns, train=[-5.0] * 30,
+                  train_key="train_return")  # fmt: skip
+    summarize.main(str(tmp_path / "vmas_mappo"))  # scored by return, as MPE (it took vmas/ for a SMAX map once)
+    [row] = [r for r in json.loads((tmp_path / "vmas_mappo/summary.json").read_text()) if "env_id" in r]
+    assert (row["metric"], row["scores"]) == ("team return", [-10.0, -10.0])  # medians of the last 10
+    (tmp_path / "vmas_benchmarl").mkdir()
+    for seed, late in ((1, 0.5), (2, 1.5)):  # frames up to 105,600 (ours stop at 102,400: the window is theirs too)
+        rows = [dict(step=3200 * (i + 1), train_return=late if i >= 29 else 0.0) for i in range(33)]
+        for row in rows[2::3]:
+            row["eval_return"] = late if row["step"] > 92160 else -20.0
+        (tmp_path / f"vmas_benchmarl/navigation_mappo_seed{seed}.json").write_text(json.dumps(dict(meta={}, rows=rows)))
+    vmas_compare.main(["--results", str(tmp_path)])
+    result = json.loads((tmp_path / "vmas_compare/compare.json").read_text())
+    assert result["window"] == [pytest.approx(0.9 * 102400), 102400]
+    ours, theirs = result["rows"]
+    assert (ours["implementation"], ours["seeds"], ours["eval"]) == ("ours", [1, 2], [-1.0, -2.0])
+    assert ours["eval_mean"] == pytest.approx(-1.5) and ours["train"] == [-5.0, -5.0]
+    assert (theirs["implementation"], theirs["eval"], theirs["eval_mean"]) == ("BenchMARL", [0.5, 1.5], 1.0)
+    assert theirs["train"] == [0.5, 1.5]  # frames 92,800 to 102,400; 105,600 lies past the window
+    assert (tmp_path / "vmas_compare/curves.png").stat().st_size > 0
+
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    lines = update_readme.vmas().splitlines()
+    assert lines[2] == "| vmas/navigation | MAPPO | mappo.py | 2 | -1.00, -2.00 | -1.50 | -5.00, -5.00 | -5.00 |"
+    assert lines[3] == "| vmas/navigation | MAPPO | BenchMARL MAPPO | 2 | 0.50, 1.50 | 1.00 | 0.50, 1.50 | 1.00 |"
+    assert lines[5] == "Read over env steps 0.09M to 0.10M."  # no speed line without vmas_speed.json
+    speed = dict(task="navigation", algorithm="mappo", ours_sps=9000.0, benchmarl_sps=600.0, ratio=15.0)
+    (tmp_path / "vmas_speed.json").write_text(json.dumps(dict(machine="2-core CPU", command="cmd", rows=[speed])))
+    assert lines[5] + " Env steps trained per second" in update_readme.vmas()
+    assert "vmas/navigation MAPPO: ours 9000, BenchMARL 600 (15.0x)." in update_readme.vmas()

@@ -60,13 +60,13 @@ def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple:
 
 
 def env_family(env_id: str) -> str:
-    """smaclite, mpe, hanabi or smax: the scripts' backend for env_id"""
-    prefixes = {"smaclite/": "smaclite", "simple_": "mpe", "hanabi": "hanabi"}
+    """smaclite, mpe, hanabi, vmas or smax: the scripts' backend for env_id"""
+    prefixes = {"smaclite/": "smaclite", "simple_": "mpe", "hanabi": "hanabi", "vmas/": "vmas"}
     return next((family for prefix, family in prefixes.items() if env_id.startswith(prefix)), "smax")
 
 
 def scores_win_rate(env_id: str) -> bool:
-    """SMAX and SMAClite maps are scored by win rate; MPE and Hanabi by return (Hanabi's: the game's score)."""
+    """SMAX and SMAClite maps are scored by win rate; MPE, VMAS and Hanabi by return (Hanabi's: the game's score)."""
     return env_family(env_id) in ("smax", "smaclite")
 
 
@@ -76,7 +76,7 @@ def marl_eval_json(runs) -> dict:
     for (script, env_id), summaries in sorted(runs.items()):
         is_smac = scores_win_rate(env_id)
         metric, key = ("win_rate", "median_win_rate") if is_smac else ("episodic_return", "median_return")
-        task = out.setdefault(env_family(env_id), {}).setdefault(env_id.removeprefix("smaclite/"), {}).setdefault(script, {})
+        task = out.setdefault(env_family(env_id), {}).setdefault(env_id.split("/")[-1], {}).setdefault(script, {})
         for i, s in enumerate(summaries):
             run = {f"step_{k}": {"step_count": e["step"], metric: [e[metric]]} for k, e in enumerate(s["evals"])}
             run["absolute_metrics"] = {metric: [s[key]]}

@@ -82,6 +82,7 @@ SMAX_SETTINGS = {
     "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
+    "smax_hard_10m_ent0": ("mappo_rnn.py", "ablation: paper, --ent-coef 0 (as JaxMARL, Mava)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run here", "2-core CPU"),
 }
 
@@ -356,9 +357,41 @@ def acting_rows() -> str:
     return "\n".join(out)
 
 
+def vmas() -> str:
+    """VMAS, ours beside BenchMARL run here (benchmark/report/vmas_compare.py: each seed's median over the last 10 % of
+    the budget, then the mean over seeds), and the speed of each alone (benchmark/measure/vmas_speed.py)."""
+    if not os.path.exists(os.path.join(RESULTS, "vmas_compare", "compare.json")):
+        return "(not run yet: `bash benchmark/vmas.sh`, `bash benchmark/vmas.sh benchmarl`)"
+    result = load("vmas_compare/compare.json")
+    start, end = result["window"]
+    out = [
+        "| task | algorithm | implementation | seeds | evaluation return (deterministic actions), per seed | mean "
+        "| training return, per seed | mean |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(result["rows"], key=lambda r: (r["task"], r["algorithm"] == "ippo", r["implementation"] != "ours")):
+        name = {"ours": f"{r['algorithm']}.py", "BenchMARL": f"BenchMARL {r['algorithm'].upper()}"}[r["implementation"]]
+        per_seed = {score: ", ".join(f"{x:.2f}" for x in r[score]) for score in ("eval", "train")}
+        out.append(
+            f"| vmas/{r['task']} | {r['algorithm'].upper()} | {name} | {len(r['seeds'])} | {per_seed['eval']} "
+            f"| {r['eval_mean']:.2f} | {per_seed['train']} | {r['train_mean']:.2f} |"
+        )
+    text = "\n".join(out) + f"\n\nRead over env steps {start / 1e6:.2f}M to {end / 1e6:.2f}M."
+    if os.path.exists(os.path.join(RESULTS, "vmas_speed.json")):
+        speed = load("vmas_speed.json")
+        rates = "; ".join(
+            f"vmas/{r['task']} {r['algorithm'].upper()}: ours {r['ours_sps']:.0f}, BenchMARL {r['benchmarl_sps']:.0f} "
+            f"({r['ratio']:.1f}x)"
+            for r in speed["rows"]
+        )
+        text += f" Env steps trained per second, each run alone on this machine ({speed['machine']}; `{speed['command']}`): {rates}."
+    png = "benchmark/results/vmas_compare/curves.png"
+    return text + (f"\n\n![VMAS evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+
+
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
-GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows)
+GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 

@@ -1,0 +1,138 @@
+"""VMAS (issue 48): mappo.py and ippo.py beside BenchMARL's MAPPO and IPPO run on this machine, read over the same
+window of env steps: per task, algorithm and implementation, each seed's median over the window of its evaluation
+return (deterministic actions: our greedy mode, BenchMARL's evaluation_deterministic_actions) and of its training
+return (the episodes that ended in the rollouts), then the mean over seeds; and the curves against env steps.
+
+    python benchmark/report/vmas_compare.py   # after bash benchmark/vmas.sh and bash benchmark/vmas.sh benchmarl
+
+Reads benchmark/results/vmas_{mappo,ippo} (as summarize.py reads them: finished runs only) and
+benchmark/results/vmas_benchmarl/<task>_<algorithm>_seed<N>.json (benchmark/benchmarl/benchmarl_baseline.py's rows);
+writes benchmark/results/vmas_compare/compare.json and curves.png. The window is the last 10 % of the budget (ours
+evaluate after every update of 6,000 env steps, 32 episodes; BenchMARL every 120,000 frames, 10 episodes), the
+budget the smallest of all runs'. A side with no finished run is left out.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize import load, mean_and_ci  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+WINDOW = 0.1  # the share of the budget, at its end, that each seed's score is read over
+
+
+def ours(folder: str) -> dict:
+    """(task, algorithm) -> per seed {seed, budget, eval: [(step, return)], train: [(step, return)]} of our runs"""
+    out = {}
+    for (script, env_id), summaries in load([folder]).items():
+        for s in summaries:
+            evals = s["evals"]
+            run = dict(seed=s["seed"], budget=s["global_step"])
+            run["eval"] = [(e["step"], e["episodic_return"]) for e in evals]
+            run["train"] = [(e["step"], e["train_return"]) for e in evals if "train_return" in e]
+            out.setdefault((env_id.removeprefix("vmas/"), script), []).append(run)
+    return out
+
+
+def benchmarl(folder: str) -> dict:
+    """The same for BenchMARL's runs (<task>_<algorithm>_seed<N>.json)"""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*_seed*.json"))):
+        task, algorithm, seed = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)\.json", os.path.basename(path)).groups()
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        run = dict(seed=int(seed), budget=rows[-1]["step"])
+        run["eval"] = [(r["step"], r["eval_return"]) for r in rows if "eval_return" in r]
+        run["train"] = [(r["step"], r["train_return"]) for r in rows if "train_return" in r]
+        out.setdefault((task, algorithm), []).append(run)
+    return out
+
+
+def window_median(points: list, start: float, end: float) -> float:
+    """The median of the values at env steps in (start, end]"""
+    values = [v for step, v in points if start < step <= end]
+    return float(np.median(values)) if values else float("nan")
+
+
+def compare(sides: dict) -> dict:
+    """sides: implementation -> (task, algorithm) -> runs -> the rows of compare.json"""
+    runs = [run for side in sides.values() for group in side.values() for run in group]
+    budget = min(run["budget"] for run in runs)
+    start = (1 - WINDOW) * budget
+    rows = []
+    for implementation, side in sides.items():
+        for (task, algorithm), group in sorted(side.items()):
+            group = sorted(group, key=lambda run: run["seed"])
+            row = dict(task=task, algorithm=algorithm, implementation=implementation, seeds=[r["seed"] for r in group])
+            for score in ("eval", "train"):
+                row[score] = [window_median(r[score], start, budget) for r in group]
+                row[f"{score}_mean"] = float(np.mean(row[score]))
+            rows.append(row)
+    return dict(budget=budget, window=[start, budget], rows=rows)
+
+
+def plot(sides: dict, budget: int, path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({task for side in sides.values() for task, _ in side})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for i, (implementation, side) in enumerate(sides.items()):
+            for j, algorithm in enumerate(("mappo", "ippo")):
+                if (task, algorithm) not in side:
+                    continue
+                curves = [np.array([p for p in r["eval"] if p[0] <= budget]).T for r in side[(task, algorithm)]]
+                grid, mean, low, high = mean_and_ci([(x, y) for x, y in curves])
+                color, style = f"C{2 * i + j}", "-" if j == 0 else "--"
+                ax.plot(grid, mean, style, color=color, lw=1.2, label=f"{implementation} {algorithm.upper()}")
+                ax.fill_between(grid, low, high, color=color, alpha=0.15, lw=0)
+        ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.legend(fontsize=7)
+    fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", default=RESULTS, help="the folder of vmas_mappo, vmas_ippo, vmas_benchmarl")
+    parser.add_argument("--out", default=None, help="folder for compare.json and curves.png (RESULTS/vmas_compare)")
+    opts = parser.parse_args(argv)
+    ours_runs = {}
+    for script in ("mappo", "ippo"):
+        folder = os.path.join(opts.results, f"vmas_{script}")
+        if os.path.isdir(folder):
+            ours_runs.update(ours(folder))
+    theirs = benchmarl(os.path.join(opts.results, "vmas_benchmarl"))
+    sides = {name: side for name, side in (("ours", ours_runs), ("BenchMARL", theirs)) if side}
+    if not sides:
+        sys.exit("error: no finished VMAS run: bash benchmark/vmas.sh, bash benchmark/vmas.sh benchmarl")
+    result = compare(sides)
+    out = opts.out or os.path.join(opts.results, "vmas_compare")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "compare.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    plot(sides, result["budget"], os.path.join(out, "curves.png"))
+    for row in result["rows"]:
+        print(
+            row["task"],
+            row["algorithm"],
+            row["implementation"],
+            f"eval {row['eval_mean']:.2f}",
+            f"train {row['train_mean']:.2f}",
+        )
+
+
+if __name__ == "__main__":
+    main()
