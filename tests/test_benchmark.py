@@ -364,6 +364,16 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         "50, 25",
         "50, 25",
     ]
+    assert rows[0][8] == "0.0 h (2-core CPU) |"
+    # a run of benchmark/jaxmarl/device_runs.sh on a lent GPU: a row of its own that names the GPU
+    name = "mappo_rnn_smax_2s3z_seed3"
+    with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:
+        json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=dict(device="NVIDIA H100 80GB HBM3")), f)
+    for mode in ("greedy", "sampled"):
+        (jaxmarl / f"{name}_{mode}.json").write_text(json.dumps(dict(rows=rows_)))
+    rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
+    assert [r[3] for r in rows[:2]] == ["2", "1"] and rows[1][5:8] == ["25", "25", "25"]
+    assert rows[1][8] == "0.0 h (NVIDIA H100 80GB HBM3, all runs at once) |"
 
 
 def test_the_10m_summary_recomputes_from_the_committed_histories(tmp_path):

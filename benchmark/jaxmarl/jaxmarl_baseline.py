@@ -319,6 +319,7 @@ def main(argv=None):
     print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seed {seed}", flush=True)
     print(f"config: {json.dumps(config)}", flush=True)
     rec = Recorder(args, config, seed, num_updates, batch_steps)
+    rec.meta.update(device=jax.devices()[0].device_kind, jax_version=jax.__version__)  # "cpu" or the GPU's name
     wandb.log = rec.log  # the baseline's callback looks up wandb.log at call time
     if args.snapshot_dir:
         from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario

@@ -89,8 +89,9 @@ SMAX_SETTINGS = {
 
 def jaxmarl_smax(folder: str) -> list[dict]:
     """JaxMARL's runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh jaxmarl`) as summarize.py's rows: per
-    map, each seed's median over its last 10 updates of the greedy and of the sampled evaluation of their actors
-    (benchmark/jaxmarl/jaxmarl_greedy_eval.py) and of its logged training win rate; the env steps and wall time of its end."""
+    map and device (this machine's CPU, or a lent GPU: benchmark/jaxmarl/device_runs.sh), each seed's median over its
+    last 10 updates of the greedy and of the sampled evaluation of their actors (benchmark/jaxmarl/jaxmarl_greedy_eval.py)
+    and of its logged training win rate; the env steps and wall time of its end."""
     import gzip
 
     runs = {}
@@ -99,13 +100,15 @@ def jaxmarl_smax(folder: str) -> list[dict]:
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
-            runs.setdefault(run["config"]["MAP_NAME"], []).append((run["rows"], *evals))  # training, greedy, sampled
+            device = run.get("meta", {}).get("device", "cpu")  # runs before it was recorded ran on this machine's CPU
+            runs.setdefault((run["config"]["MAP_NAME"], device), []).append((run["rows"], *evals))  # training, greedy, sampled
     rows = []
-    for env, seeds in runs.items():
+    for (env, device), seeds in runs.items():
         last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
+        row.update(machine=None if device == "cpu" else f"{device}, all runs at once")  # None: the folder's machine
         rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
     return rows
 
@@ -138,7 +141,7 @@ def smax_10m(*folders: str) -> str:
     for env in sorted(ours):
         for folder, r in ours[env]:
             script, setting, machine = SMAX_SETTINGS[folder]
-            hours = f"{np.median(r['wall_time']) / 3600:.1f} h ({machine})"
+            hours = f"{np.median(r['wall_time']) / 3600:.1f} h ({r.get('machine') or machine})"
             out.append(
                 f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "

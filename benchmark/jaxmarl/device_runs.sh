@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config) on the hard SMAX maps, run on a lent GPU machine (issue 50:
+# JAX on a GPU trains in minutes what takes this 2-core machine hours), all runs at once on the one GPU, then our
+# greedy and sampled evaluations of their snapshots there; the results come back as one archive, unpacked here into
+# benchmark/results/smax_hard_10m_jaxmarl as `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips
+# those runs). Each run's JSON names the device and JAX version it ran on.
+#   bash benchmark/jaxmarl/device_runs.sh prepare    # here, once: .device/ (git-ignored): wheels for the GPU image's
+#                                                    # Python 3.12 (what it lacks of JaxMARL's needs), the JaxMARL
+#                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
+#   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
+#   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
+# Variables: MAPS (default 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m), SEEDS (1 2 3), TOTAL_TIMESTEPS (unset: the config's 1e7;
+# set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool sets it),
+# PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda; cpu to try the kit on this machine).
+# The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax, chex, numpy (here: jax 0.10.2). A device call
+# runs at most 10 minutes and a run cannot resume: time one first (TOTAL_TIMESTEPS=1000000 MAPS=10m_vs_11m SEEDS=1, the
+# slowest map; throw its archive away), then pick MAPS and SEEDS per call to fit. Tried here on the CPU with a
+# Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS=1).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m} seeds=${SEEDS:-1 2 3}
+results=benchmark/results/smax_hard_10m_jaxmarl
+
+case ${1:-} in
+  prepare)
+    src=${JAXMARL_DIR:-/work/jaxmarl-src}
+    rm -rf "$kit/jaxmarl-src" "$kit/stub" && mkdir -p "$kit/whl" "$kit/jaxmarl-src" "$kit/stub"
+    cp -r "$src/jaxmarl" "$src/baselines" "$kit/jaxmarl-src/"
+    git -C "$src" rev-parse HEAD >"$kit/jaxmarl-src/COMMIT"
+    # the baseline imports wandb; jaxmarl_baseline.py replaces its log and never calls init: a stub stands in for it
+    printf 'def init(*args, **kwargs):\n    pass\n\n\ndef log(*args, **kwargs):\n    pass\n' >"$kit/stub/wandb.py"
+    platforms="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+    # shellcheck disable=SC2086
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $platforms \
+      -d "$kit/whl" distrax==0.1.9 tfp-nightly==0.26.0.dev20261027 hydra-core==1.3.8 omegaconf==2.3.1 gymnax==1.0.1 \
+      gymnasium==1.3.0 Farama-Notifications==0.0.6 decorator==5.3.1 gast==0.7.0 dm-tree==0.1.10
+    python3 -m pip wheel -q --no-deps -w "$kit/whl" antlr4-python3-runtime==4.9.3  # a source release only
+    du -sh "$kit" ;;
+  run)
+    : "${OUT:?OUT: the folder whose files come back}"
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+    work=/tmp/jaxmarl_runs && mkdir -p "$work/$results"
+    nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no nvidia-smi: JAX_PLATFORMS=$JAX_PLATFORMS"
+    extra=${TOTAL_TIMESTEPS:+--total-timesteps $TOTAL_TIMESTEPS}
+    for seed in $seeds; do
+      for map in $maps; do
+        name=mappo_rnn_smax_${map}_seed$seed
+        # shellcheck disable=SC2086
+        "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" --baseline mappo_rnn_smax \
+          --map "$map" --seed "$seed" --snapshot-dir "$work/snapshots/$name" --out "$work/$name.json" $extra \
+          >"$work/$results/$name.log" 2>&1 &
+      done
+    done
+    wait || true  # a failed run leaves no JSON: its log says why
+    for json in "$work"/mappo_rnn_smax_*.json; do
+      name=$(basename "$json" .json)
+      for mode in greedy sampled; do
+        "$py" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$kit/jaxmarl-src" --snapshot-dir "$work/snapshots/$name" \
+          --run-json "$json" --every 10 --last 10 $([ "$mode" = greedy ] || echo --sample) \
+          --out "$work/$results/${name}_$mode.json" >>"$work/$results/$name.log" 2>&1 &
+      done
+      gzip -9nc "$json" >"$work/$results/$name.json.gz"
+    done
+    wait || true
+    tar -czf "$OUT/smax_hard_jaxmarl_gpu.tar.gz" -C "$work" "$results"
+    ls -la "$work/$results" ;;
+  unpack)
+    archive=${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}
+    tar -xzf "$archive" --skip-old-files "$results"  # runs done here already stay as they are
+    ls "$results" ;;
+  *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE" >&2 && exit 2 ;;
+esac
