@@ -245,8 +245,9 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
     saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
     envs gave them (the host; the device with --env-on-device), the actions and logprobs (T,E,A) on the device, the
     envs' last outputs and the seconds spent in the envs; None on a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list,
-    not empty)."""
-    steps, actions, logprobs, env_time = [], [], [], 0.0
+    not empty). `episodes`: each env's running return and length, and the (return, length, won) of every episode that
+    ended, added at the rollout's end."""
+    steps, actions, logprobs, ends, env_time = [], [], [], [], 0.0
     for step in range(num_steps):
         if stop:  # the partial rollout is dropped
             return None
@@ -262,11 +263,12 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
         out = envs.step(action if torch.is_tensor(out["obs"]) else action.cpu().numpy())  # a device env takes tensors
         env_time += time.time() - env_start
         steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
-        reward, done, won = on_host(out["reward"]), on_host(out["terminated"] | out["truncated"]), on_host(out["won"])
-        episodes["return"] += reward
-        episodes["length"] += 1
-        episodes["finished"] += zip(episodes["return"][done], episodes["length"][done], won[done])
-        episodes["return"][done], episodes["length"][done] = 0.0, 0
+        done = out["terminated"] | out["truncated"]  # (E,) where the envs gave it: no copy to the host per step
+        episodes["return"], episodes["length"] = episodes["return"] + out["reward"], episodes["length"] + 1
+        ends.append((done, episodes["return"], episodes["length"], out["won"]))
+        episodes["return"], episodes["length"] = episodes["return"] * ~done, episodes["length"] * ~done
+    done, returns, lengths, won = (on_host(stack(x)) for x in zip(*ends))  # (T,E) each, one copy per rollout
+    episodes["finished"] += zip(returns[done], lengths[done], won[done])  # in the order the episodes ended
     return {k: stack([s[k] for s in steps]) for k in steps[0]}, torch.stack(actions), torch.stack(logprobs), out, env_time
 
 
@@ -437,6 +439,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
     envs = make_env(args.env_id, args.num_envs, args.seed, *env_args)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
+    if args.env_on_device:  # kept where the envs give their outputs
+        episodes.update({k: torch.as_tensor(episodes[k], device=device) for k in ("return", "length")})
     out = run.start(envs)  # the first reset (SMAX compiles here)
     for iteration in range(run.iteration + 1, run.num_iterations + 1):
         iteration_start = time.time()

@@ -283,10 +283,11 @@ def rollout(
     saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
     envs gave them (the host; the device with --env-on-device),
     the actions and logprobs (T,E,A) on the device, the envs' last outputs and the seconds spent in the envs; None on
-    a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty). Recurrent:
+    a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty). `episodes`: each env's running return and length,
+    and the (return, length, won) of every episode that ended, added at the rollout's end. Recurrent:
     actor_h (E,A,H) and start (E,) bool, an episode begins, carry over from the last rollout and come back updated, after
     the actor's hidden states entering each step (T,E,A,H)."""
-    steps, actions, logprobs, actor_hs, env_time = [], [], [], [], 0.0
+    steps, actions, logprobs, ends, actor_hs, env_time = [], [], [], [], [], 0.0
     for step in range(num_steps):
         if stop:  # the partial rollout is dropped
             return None
@@ -306,13 +307,13 @@ def rollout(
         out = envs.step(action if torch.is_tensor(out["obs"]) else action.cpu().numpy())  # a device env takes tensors
         env_time += time.time() - env_start
         steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
-        done = out["terminated"] | out["truncated"]  # (E,) where the envs gave it
-        reward, ended, won = on_host(out["reward"]), on_host(done), on_host(out["won"])
-        episodes["return"] += reward
-        episodes["length"] += 1
-        episodes["finished"] += zip(episodes["return"][ended], episodes["length"][ended], won[ended])
-        episodes["return"][ended], episodes["length"][ended] = 0.0, 0
+        done = out["terminated"] | out["truncated"]  # (E,) where the envs gave it: no copy to the host per step
+        episodes["return"], episodes["length"] = episodes["return"] + out["reward"], episodes["length"] + 1
+        ends.append((done, episodes["return"], episodes["length"], out["won"]))
+        episodes["return"], episodes["length"] = episodes["return"] * ~done, episodes["length"] * ~done
         start = torch.as_tensor(done, device=device)
+    done, returns, lengths, won = (on_host(stack(x)) for x in zip(*ends))  # (T,E) each, one copy per rollout
+    episodes["finished"] += zip(returns[done], lengths[done], won[done])  # in the order the episodes ended
     seen = {k: stack([s[k] for s in steps]) for k in steps[0]}
     return seen, torch.stack(actions), torch.stack(logprobs), out, env_time, torch.stack(actor_hs), actor_h, start
 
@@ -499,6 +500,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
     envs = make_env(args.env_id, args.num_envs, args.seed, *env_args)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
+    if args.env_on_device:  # kept where the envs give their outputs
+        episodes.update({k: torch.as_tensor(episodes[k], device=device) for k in ("return", "length")})
     T, E, H = args.num_steps, args.num_envs, args.hidden_dim
     actor_h, critic_h = torch.zeros((E, A, H), device=device), torch.zeros((E, A, H), device=device)  # (E,A,H)
     start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
