@@ -359,7 +359,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
             (jaxmarl / f"{name}_{mode}.json").write_text(json.dumps(dict(rows=evals)))
     (jaxmarl / "a_cut_run.log").write_text("")
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
-    assert rows[0][1:8] == ["JaxMARL mappo_rnn_smax, its own config, run here", "jaxmarl 0.2.0", "2", "0.0015M"] + [
+    assert rows[0][1:8] == ["JaxMARL mappo_rnn_smax, its own config, run by us", "jaxmarl 0.2.0", "2", "0.0015M"] + [
         "100, 50",
         "50, 25",
         "50, 25",
@@ -368,12 +368,12 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     # a run of benchmark/jaxmarl/device_runs.sh on a lent GPU: a row of its own that names the GPU
     name = "mappo_rnn_smax_2s3z_seed3"
     with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:
-        json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=dict(device="NVIDIA H100 80GB HBM3")), f)
+        json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=dict(device="NVIDIA H100 80GB HBM3", runs_at_once=9)), f)
     for mode in ("greedy", "sampled"):
         (jaxmarl / f"{name}_{mode}.json").write_text(json.dumps(dict(rows=rows_)))
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert [r[3] for r in rows[:2]] == ["2", "1"] and rows[1][5:8] == ["25", "25", "25"]
-    assert rows[1][8] == "0.0 h (NVIDIA H100 80GB HBM3, all runs at once) |"
+    assert rows[1][8] == "0.0 h (NVIDIA H100 80GB HBM3, 9 runs at once) |"
 
 
 def test_the_10m_summary_recomputes_from_the_committed_histories(tmp_path):
@@ -534,6 +534,7 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
         rows = [dict(step=3200 * (i + 1), train_return=late if i >= 29 else 0.0) for i in range(33)]
         for row in rows[2::3]:
             row["eval_return"] = late if row["step"] > 92160 else -20.0
+        rows[-1].update(train_return=100.0, eval_return=100.0)  # frame 105,600, past the window: never read
         (tmp_path / f"vmas_benchmarl/navigation_mappo_seed{seed}.json").write_text(json.dumps(dict(meta={}, rows=rows)))
     vmas_compare.main(["--results", str(tmp_path)])
     result = json.loads((tmp_path / "vmas_compare/compare.json").read_text())

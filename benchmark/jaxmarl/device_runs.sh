@@ -11,12 +11,15 @@
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
 # Variables: MAPS (default 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m), SEEDS (1 2 3), TOTAL_TIMESTEPS (unset: the config's 1e7;
 # set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool sets it),
-# PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda; cpu to try the kit on this machine).
+# PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda; cpu to try the kit on this machine),
+# RUN_SECONDS (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so
+# that the archive is written within the call's 10 minutes.
 # The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax, chex, numpy (here: jax 0.10.2). A device call
 # runs at most 10 minutes and a run cannot resume: time one first (TOTAL_TIMESTEPS=1000000 MAPS=10m_vs_11m SEEDS=1, the
 # slowest map; throw its archive away), then pick MAPS and SEEDS per call to fit. Tried here on the CPU with a
 # Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS=1).
 set -euo pipefail
+[ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m} seeds=${SEEDS:-1 2 3}
 results=benchmark/results/smax_hard_10m_jaxmarl
@@ -24,7 +27,7 @@ results=benchmark/results/smax_hard_10m_jaxmarl
 case ${1:-} in
   prepare)
     src=${JAXMARL_DIR:-/work/jaxmarl-src}
-    rm -rf "$kit/jaxmarl-src" "$kit/stub" && mkdir -p "$kit/whl" "$kit/jaxmarl-src" "$kit/stub"
+    rm -rf "$kit" && mkdir -p "$kit/whl" "$kit/jaxmarl-src" "$kit/stub"
     cp -r "$src/jaxmarl" "$src/baselines" "$kit/jaxmarl-src/"
     git -C "$src" rev-parse HEAD >"$kit/jaxmarl-src/COMMIT"
     # the baseline imports wandb; jaxmarl_baseline.py replaces its log and never calls init: a stub stands in for it
@@ -43,31 +46,53 @@ case ${1:-} in
     work=/tmp/jaxmarl_runs && mkdir -p "$work/$results"
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no nvidia-smi: JAX_PLATFORMS=$JAX_PLATFORMS"
     extra=${TOTAL_TIMESTEPS:+--total-timesteps $TOTAL_TIMESTEPS}
+    declare -A pids=() evals=()
     for seed in $seeds; do
-      for map in $maps; do
+      for map in $maps; do  # all at once: one run leaves the GPU mostly idle
         name=mappo_rnn_smax_${map}_seed$seed
         # shellcheck disable=SC2086
-        "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" --baseline mappo_rnn_smax \
-          --map "$map" --seed "$seed" --snapshot-dir "$work/snapshots/$name" --out "$work/$name.json" $extra \
-          >"$work/$results/$name.log" 2>&1 &
+        timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
+          --baseline mappo_rnn_smax --map "$map" --seed "$seed" --snapshot-dir "$work/snapshots/$name" \
+          --out "$work/$name.json" $extra >"$work/$results/$name.log" 2>&1 &
+        pids[$name]=$!
       done
     done
-    wait || true  # a failed run leaves no JSON: its log says why
-    for json in "$work"/mappo_rnn_smax_*.json; do
-      name=$(basename "$json" .json)
+    finished=()  # a run cut short wrote its rows so far: only those that exit 0 count
+    for name in "${!pids[@]}"; do
+      if wait "${pids[$name]}"; then finished+=("$name"); else echo "failed or cut short: $name" | tee -a "$work/$results/$name.log"; fi
+    done
+    for name in "${finished[@]}"; do  # how many shared the GPU, for the wall time's label; then our evaluations
+      "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); d['meta']['runs_at_once'] = int(sys.argv[2])
+json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" "${#pids[@]}"
       for mode in greedy sampled; do
-        "$py" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$kit/jaxmarl-src" --snapshot-dir "$work/snapshots/$name" \
-          --run-json "$json" --every 10 --last 10 $([ "$mode" = greedy ] || echo --sample) \
-          --out "$work/$results/${name}_$mode.json" >>"$work/$results/$name.log" 2>&1 &
+        timeout "${EVAL_SECONDS:-120}" "$py" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$kit/jaxmarl-src" \
+          --snapshot-dir "$work/snapshots/$name" --run-json "$work/$name.json" --every 10 --last 10 \
+          $([ "$mode" = greedy ] || echo --sample) --out "$work/${name}_$mode.json" >>"$work/$results/$name.log" 2>&1 &
+        evals[$name.$mode]=$!
       done
-      gzip -9nc "$json" >"$work/$results/$name.json.gz"
     done
-    wait || true
+    for name in "${finished[@]}"; do  # a run comes back with both evaluations, or not at all (its log says why)
+      if wait "${evals[$name.greedy]}" && wait "${evals[$name.sampled]}"; then
+        mv "$work/${name}_greedy.json" "$work/${name}_sampled.json" "$work/$results/"
+        gzip -9nc "$work/$name.json" >"$work/$results/$name.json.gz"
+      else
+        echo "failed: an evaluation of $name" | tee -a "$work/$results/$name.log"
+      fi
+    done
+    wait
     tar -czf "$OUT/smax_hard_jaxmarl_gpu.tar.gz" -C "$work" "$results"
     ls -la "$work/$results" ;;
-  unpack)
-    archive=${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}
-    tar -xzf "$archive" --skip-old-files "$results"  # runs done here already stay as they are
-    ls "$results" ;;
+  unpack)  # the runs of the archive, each whole, except those this folder has already
+    tmp=$(mktemp -d) && tar -xzf "$archive" -C "$tmp"
+    for gz in "$tmp/$results"/*.json.gz; do
+      [ -e "$gz" ] || continue
+      name=$(basename "$gz" .json.gz)
+      if [ -e "$results/$name.json.gz" ]; then echo "kept this machine's $name" && continue; fi
+      mv "$gz" "$tmp/$results/${name}_greedy.json" "$tmp/$results/${name}_sampled.json" "$results/" && echo "unpacked $name"
+    done
+    for log in "$tmp/$results"/*.log; do  # every run's log, failed ones too, after any of this machine's
+      [ -e "$log" ] && cat "$log" >>"$results/$(basename "$log")"
+    done
+    rm -rf "$tmp" ;;
   *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE" >&2 && exit 2 ;;
 esac

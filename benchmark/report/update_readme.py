@@ -83,7 +83,7 @@ SMAX_SETTINGS = {
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_ent0": ("mappo_rnn.py", "ablation: paper, --ent-coef 0 (as JaxMARL, Mava)", "2-core CPU, 2 runs at once"),
-    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run here", "2-core CPU"),
+    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU"),
 }
 
 
@@ -100,15 +100,16 @@ def jaxmarl_smax(folder: str) -> list[dict]:
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
-            device = run.get("meta", {}).get("device", "cpu")  # runs before it was recorded ran on this machine's CPU
+            meta = run.get("meta", {})  # runs before the device was recorded ran on this machine's CPU
+            device = (meta.get("device", "cpu"), meta.get("runs_at_once"))  # a GPU's runs shared it
             runs.setdefault((run["config"]["MAP_NAME"], device), []).append((run["rows"], *evals))  # training, greedy, sampled
     rows = []
-    for (env, device), seeds in runs.items():
+    for (env, (device, at_once)), seeds in runs.items():
         last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
-        row.update(machine=None if device == "cpu" else f"{device}, all runs at once")  # None: the folder's machine
+        row.update(machine=None if device == "cpu" else f"{device}, {at_once} runs at once")  # None: the folder's machine
         rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
     return rows
 

@@ -45,7 +45,10 @@ def benchmarl(folder: str) -> dict:
     """The same for BenchMARL's runs (<task>_<algorithm>_seed<N>.json)"""
     out = {}
     for path in sorted(glob.glob(os.path.join(folder, "*_seed*.json"))):
-        task, algorithm, seed = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)\.json", os.path.basename(path)).groups()
+        match = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)\.json", os.path.basename(path))
+        if match is None:  # not a run of benchmark/vmas.sh
+            continue
+        task, algorithm, seed = match.groups()
         with open(path) as f:
             rows = json.load(f)["rows"]
         run = dict(seed=int(seed), budget=rows[-1]["step"])
