@@ -9,6 +9,7 @@ Each case runs a script for a few updates on the CPU with a fixed seed and write
 timings to tests/golden/<script>__<env>.json."""
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import read_scalars, run_dirs, smaclite_missing
 
@@ -50,11 +52,27 @@ def scalars(run_dir) -> dict[str, list[list[float]]]:
     return {t: [list(row) for row in rows] for t, rows in sorted(read_scalars(run_dir).items()) if not t.startswith(timings)}
 
 
+# torch's CPU reductions sum in an order that depends on its number of threads (approx_kl moves in the 3rd decimal
+# from 2 to 1): every case is recorded and checked with this many, whatever the machine's cores
+THREADS = 2
+
+
+@pytest.fixture(autouse=True)
+def recorded_threads(monkeypatch):
+    """The tests in this process, and the processes they start (mappo_async_seed.py's clients), at THREADS threads"""
+    monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    yield
+    torch.set_num_threads(threads)
+
+
 def logged(script: str, env_id: str) -> dict[str, list[list[float]]]:
-    """Runs one case as a command, in a temporary folder -> its scalars"""
+    """Runs one case as a command, in a temporary folder, at THREADS threads -> its scalars"""
     with tempfile.TemporaryDirectory() as cwd:
         cmd = [sys.executable, str(ROOT / script), *command(script, env_id)[1:]]
-        subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, timeout=900)
+        env = dict(os.environ, OMP_NUM_THREADS=str(THREADS))
+        subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, timeout=900, env=env)
         [run_dir] = (Path(cwd) / "runs").iterdir()
         return scalars(run_dir)
 
