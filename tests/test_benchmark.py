@@ -114,6 +114,22 @@ def test_marl_eval_json_and_plot(results):
     assert (results / "curves.png").stat().st_size > 10_000
 
 
+def test_a_run_resumed_past_its_kept_copy_counts_with_its_newer_history(tmp_path):
+    """summarize.load: a finished run kept in git (kept/<name>.json.gz, 12 evaluations) and then resumed to a larger
+    budget (runs/<name>/eval_summary.json, 14): the same run, read once, from the copy with more env steps"""
+    write_run(tmp_path, "3m", 1, [0.5] * 12)  # evaluations 0, 0 and 12 x 0.5 at steps 3200 ... 44800
+    run = tmp_path / "runs" / "3m__mappo__1__0"
+    (tmp_path / "kept").mkdir()
+    shorter = json.loads((run / "eval_summary.json").read_text())
+    shorter.update(evals=shorter["evals"][:12], global_step=3200 * 12, budget=3200 * 12)
+    with gzip.open(tmp_path / "kept" / "3m__mappo__1__0.json.gz", "wt") as f:
+        json.dump(shorter, f)
+    [summary] = summarize.load([str(tmp_path)])[("mappo", "3m")]
+    assert summary["global_step"] == 3200 * 14 and len(summary["evals"]) == 14
+    (run / "eval_summary.json").unlink()  # a fresh machine: the kept copy alone
+    assert summarize.load([str(tmp_path)])[("mappo", "3m")][0]["global_step"] == 3200 * 12
+
+
 def test_several_folders_side_by_side(tmp_path):
     """Folders read as one, each script with its own rows and its paper column, rows by env, the files in --out (which
     several folders require). Of two runs with the same script, env and seed, the one with more env steps counts."""

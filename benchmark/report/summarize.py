@@ -127,7 +127,9 @@ def load(results_dirs: list):
             continue
         summary["script"] = run_name(path)[1]
         key = (summary["script"], summary["env_id"], summary["seed"])
-        if key in best and same_run(best[key][1], path):  # in runs/ and in kept/
+        if key in best and same_run(best[key][1], path):  # in runs/ and in kept/: the one further on (a finished run
+            if summary["global_step"] > best[key][0]:  # resumed to a larger budget is ahead of its kept copy)
+                best[key] = (summary["global_step"], path, summary)
             continue
         if key in best:  # paths come oldest first, so >= keeps the newest on a tie
             new_wins = summary["global_step"] >= best[key][0]
