@@ -78,9 +78,10 @@ queue() {  # the command line of every run still to do, seed by seed
 case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2 ent0}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
-  jaxmarl) jaxmarl; exit $? ;;
+  jaxmarl) status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done
+"$PYTHON" benchmark/report/hard_maps_curves.py  # every implementation on one figure: results/smax_hard_10m_compare

@@ -571,3 +571,26 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
     (tmp_path / "vmas_speed.json").write_text(json.dumps(dict(machine="2-core CPU", command="cmd", rows=[speed])))
     assert lines[5] + " Env steps trained per second" in update_readme.vmas()
     assert "vmas/navigation MAPPO: ours 9000, BenchMARL 600 (15.0x)." in update_readme.vmas()
+
+
+def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
+    """hard_maps_curves.py: a running mean over the last 10 points; ours (a settings folder) and JaxMARL's run (its
+    rows and our evaluations of it) of the same map on one figure"""
+    import hard_maps_curves
+
+    assert hard_maps_curves.smooth([1, 2, 3, 4], window=2).tolist() == [1.0, 1.5, 2.5, 3.5]
+    write_run(tmp_path / "smax_hard_10m_paper", "5m_vs_6m", 1, [0.1] * 10, train=[0.2] * 10)
+    jaxmarl = tmp_path / "smax_hard_10m_jaxmarl"
+    jaxmarl.mkdir()
+    rows = [dict(step=100 * (i + 1), win_rate=0.1 * (i % 2)) for i in range(20)]
+    with gzip.open(jaxmarl / "mappo_rnn_smax_5m_vs_6m_seed1.json.gz", "wt") as f:
+        json.dump(dict(rows=rows + [dict(step=2100, win_rate=float("nan"))]), f)
+    for mode in ("greedy", "sampled"):
+        (jaxmarl / f"mappo_rnn_smax_5m_vs_6m_seed1_{mode}.json").write_text(json.dumps(dict(rows=rows[::5])))
+    sides = {**hard_maps_curves.ours(str(tmp_path)), **hard_maps_curves.jaxmarl(str(tmp_path))}
+    assert sorted(sides) == ["JaxMARL mappo_rnn_smax", "mappo_rnn.py, paper"]
+    x, y = sides["JaxMARL mappo_rnn_smax"]["5m_vs_6m"]["training episodes"][0]
+    assert len(x) == 20 and y[-1] == pytest.approx(0.05)  # the NaN row left out; the mean of 0, 0.1, ... over 10
+    assert "sampled eval" not in sides["mappo_rnn.py, paper"]["5m_vs_6m"]  # no --eval-sampled in that run
+    hard_maps_curves.main(["--results", str(tmp_path)])
+    assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0

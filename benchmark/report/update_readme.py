@@ -152,7 +152,10 @@ def smax_10m(*folders: str) -> str:
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
                 who, steps, value = f"{a['name']}, tuned per map (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
-    return "\n".join(out) + "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
+    figures = "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
+    if any(f.endswith("_jaxmarl") for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
+        figures += curves("smax_hard_10m_compare")
+    return "\n".join(out) + figures
 
 
 def jaxmarl_pairs() -> list[dict]:

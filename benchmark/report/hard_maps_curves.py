@@ -1,0 +1,114 @@
+"""The hard SMAX maps (issue 50), every implementation on one figure: per map, the greedy evaluation, the sampled
+evaluation and the training episodes' win rate against env steps, for each setting of ours (the folders of
+benchmark/smax_hard_10m.sh: the mean over seeds of each seed's curve, smoothed over 10 evaluations) and JaxMARL's
+mappo_rnn_smax run by us (its logged training win rate, smoothed over 10 updates, and our evaluations of its actor
+every 10th update and at each of the last 10; the mean over seeds).
+
+    python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
+
+Reads what the README's hard-map table reads; a folder or map with no finished run is left out.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize import load, mean_and_ci  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+OURS = {"smax_hard_10m_paper": "paper", "smax_hard_10m_table2": "Table 2", "smax_hard_10m_ent0": "ent0 ablation"}
+SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}
+
+
+def smooth(y: np.ndarray, window: int = 10) -> np.ndarray:
+    """The running mean over the last `window` points (fewer at the start)"""
+    c = np.cumsum(np.insert(np.asarray(y, float), 0, 0.0))
+    n = np.minimum(np.arange(1, len(y) + 1), window)
+    return (c[1:] - c[np.arange(1, len(y) + 1) - n]) / n
+
+
+def ours(results: str) -> dict:
+    """label -> map -> score -> [(steps, win rates)] per seed"""
+    out = {}
+    for folder, setting in OURS.items():
+        if not os.path.isdir(os.path.join(results, folder)):
+            continue
+        for (_, env_id), summaries in load([os.path.join(results, folder)]).items():
+            for s in summaries:
+                for score, key in SCORES.items():
+                    points = [(e["step"], e[key]) for e in s["evals"] if key in e]
+                    if points:
+                        x, y = np.array(points).T
+                        out.setdefault(f"mappo_rnn.py, {setting}", {}).setdefault(env_id, {}).setdefault(score, []).append(
+                            (x, smooth(y))
+                        )
+    return out
+
+
+def jaxmarl(results: str) -> dict:
+    """The same for JaxMARL's runs (benchmark/smax_hard_10m.sh jaxmarl, or benchmark/jaxmarl/device_runs.sh)"""
+    folder, out = os.path.join(results, "smax_hard_10m_jaxmarl"), {}
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    for name in names:
+        match = re.fullmatch(r"mappo_rnn_smax_(.+)_seed\d+\.json\.gz", name)
+        if match is None or not os.path.exists(os.path.join(folder, name.replace(".json.gz", "_greedy.json"))):
+            continue
+        with gzip.open(os.path.join(folder, name), "rt") as f:
+            rows = [r for r in json.load(f)["rows"] if r["win_rate"] == r["win_rate"]]  # NaN: no episode ended
+        curves = {"training episodes": (np.array([r["step"] for r in rows]), smooth([r["win_rate"] for r in rows]))}
+        for score, mode in (("greedy eval", "greedy"), ("sampled eval", "sampled")):
+            with open(os.path.join(folder, name.replace(".json.gz", f"_{mode}.json"))) as f:
+                evals = json.load(f)["rows"]
+            curves[score] = (np.array([e["step"] for e in evals]), np.array([e["win_rate"] for e in evals]))
+        for score, curve in curves.items():
+            out.setdefault("JaxMARL mappo_rnn_smax", {}).setdefault(match.group(1), {}).setdefault(score, []).append(curve)
+    return out
+
+
+def plot(sides: dict, path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    maps = sorted({m for side in sides.values() for m in side})
+    fig, axes = plt.subplots(len(maps), len(SCORES), figsize=(4.2 * len(SCORES), 3.2 * len(maps)), squeeze=False)
+    for row, env_id in zip(axes, maps):
+        for ax, score in zip(row, SCORES):
+            for i, (label, side) in enumerate(sides.items()):
+                curves = [(x, y) for x, y in side.get(env_id, {}).get(score, []) if len(x)]  # a run that logged none
+                if not curves:
+                    continue
+                grid, mean, low, high = mean_and_ci(curves)
+                ax.plot(grid, mean, color=f"C{i}", lw=1.2, label=f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})")
+                ax.fill_between(grid, low, high, color=f"C{i}", alpha=0.15, lw=0)
+            ax.set_title(f"{env_id}: {score}", fontsize=9)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_xlabel("env steps")
+            ax.legend(fontsize=6)
+    fig.suptitle("win rate, mean over seeds (shaded: its 95% bootstrap interval where there are several)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", default=RESULTS)
+    opts = parser.parse_args(argv)
+    sides = {**ours(opts.results), **jaxmarl(opts.results)}
+    if not sides:
+        sys.exit("error: no finished hard-map run: bash benchmark/smax_hard_10m.sh")
+    out = os.path.join(opts.results, "smax_hard_10m_compare")
+    os.makedirs(out, exist_ok=True)
+    plot(sides, os.path.join(out, "curves.png"))
+    print(f"wrote {os.path.join(out, 'curves.png')}")
+
+
+if __name__ == "__main__":
+    main()
