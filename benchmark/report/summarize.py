@@ -85,8 +85,9 @@ def marl_eval_json(runs) -> dict:
 
 
 def first_reaching(evals, key, threshold):
-    """(step, wall seconds) of the first evaluation with evals[key] >= threshold, or None."""
-    return next(((e["step"], e["wall_time"]) for e in evals if e[key] >= threshold), None)
+    """(step, wall seconds) of the first evaluation with evals[key] >= threshold, or None; the seconds are None in a
+    history that kept no wall time (the restored small-family runs: see benchmark/report/restore_histories.py)."""
+    return next(((e["step"], e.get("wall_time")) for e in evals if e[key] >= threshold), None)
 
 
 def run_name(path: str) -> list:
@@ -195,7 +196,9 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         table.append(row)
 
     def when(points):
-        return ", ".join("never" if p is None else f"step {p[0]} ({p[1]:.0f} s)" for p in points)
+        return ", ".join(
+            "never" if p is None else f"step {p[0]}" + (f" ({p[1]:.0f} s)" if p[1] is not None else "") for p in points
+        )
 
     scripts = sorted({script for script, _ in runs})
     for script in scripts:
@@ -245,7 +248,7 @@ def mean_and_ci(curves: list, points: int = 200):
 
 def plot(runs, path):
     """One panel per env: eval curves (and the training score, dashed, where logged) against env steps (top row)
-    and wall time (bottom row); the mean over seeds as a line and its 95% bootstrap interval shaded, one colour per
+    and wall time (bottom row, where the histories kept it); the mean over seeds as a line and its 95% bootstrap interval shaded, one colour per
     script."""
     import matplotlib
 
@@ -255,17 +258,19 @@ def plot(runs, path):
     envs = sorted({env for _, env in runs})
     scripts = sorted({script for script, _ in runs})
     colours = {script: f"C{i}" for i, script in enumerate(scripts)}
-    fig, axes = plt.subplots(2, len(envs), figsize=(4.5 * len(envs), 6.5), squeeze=False)
+    x_axes = [("step", "env steps"), ("wall_time", "wall time (s)")]  # no wall time row where no history kept it
+    x_axes = x_axes[: 1 + any("wall_time" in s["evals"][0] for summaries in runs.values() for s in summaries)]
+    fig, axes = plt.subplots(len(x_axes), len(envs), figsize=(4.5 * len(envs), 3.25 * len(x_axes)), squeeze=False)
     for col, env_id in enumerate(envs):
         is_smac = scores_win_rate(env_id)
         key, train_key = ("win_rate", "train_win_rate") if is_smac else ("episodic_return", "train_return")
-        for row, (x_key, x_label) in enumerate((("step", "env steps"), ("wall_time", "wall time (s)"))):
+        for row, (x_key, x_label) in enumerate(x_axes):
             ax = axes[row][col]
             for (script, env), summaries in sorted(runs.items()):
                 if env != env_id:
                     continue
                 for y_key, style in ((key, "-"), (train_key, "--")):  # the training score: where it was logged
-                    evals = [[e for e in s["evals"] if y_key in e] for s in summaries]
+                    evals = [[e for e in s["evals"] if y_key in e and x_key in e] for s in summaries]
                     curves = [(np.array([e[x_key] for e in es]), np.array([e[y_key] for e in es])) for es in evals if es]
                     if len(curves) < len(summaries):
                         continue
