@@ -92,7 +92,7 @@ class Args:
     death_masking: bool = True  # a dead agent's critic input is zeros + its id (cl: all zeros) [MAPPO: on, Suggestion 5]
     policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
     value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
-    acting_rows_only: bool = False  # hanabi: train on the player to move's rows only, GAE over the turns [ours: off]
+    acting_rows_only: bool = False  # hanabi: train on the player to move's rows only [MAPPO code; on in the Hanabi presets]
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -931,6 +931,7 @@ VMAS_PRESET = dict(MPE_PRESET, num_envs=60, num_steps=100, activation="tanh", up
 HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
 HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
 HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
+HANABI_PAPER_PRESET["acting_rows_only"] = True  # the MAPPO code stores the acting player's steps only (GAE over turns: ours)
 HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)  # ours: 2 CPU cores, 1/8 the envs, 1/4 the width
 SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
 library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):

@@ -54,6 +54,7 @@ sys.exit(not (own and len(r['rows']) == budget // m['steps_per_update']))" "$jso
   done
   exit $failed
 fi
-for script in mappo.py ippo.py; do
-  SCRIPT=$script OUT=benchmark/results/hanabi_10m_${script%.py} bash "$(dirname "$0")/mappo.sh" "$@"
+for script in mappo.py ippo.py; do  # every row in the update, as these runs had it (before the presets left them out)
+  EXTRA="${EXTRA:-} --no-acting-rows-only" SCRIPT=$script OUT=benchmark/results/hanabi_10m_${script%.py} \
+    bash "$(dirname "$0")/mappo.sh" "$@"
 done

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, wait_for_line
+from conftest import ROOT, eval_only_win_rate, load_script, read_scalars, run_dirs, wait_for_line
 
 SMALL = ["--no-cuda", "--num-envs", "4", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
 TWO_UPDATES = ["--total-timesteps", "256"]  # 4 envs x 32 steps = 128 env steps per update
@@ -94,10 +94,17 @@ def test_smoke_hanabi(train, tmp_path, script):
 
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py"])
 def test_hanabi_acting_rows_only(train, tmp_path, script):
-    """--acting-rows-only: the update takes the player to move's rows alone, each with the logprob the rollout gave
-    its action (the first ratio is exactly 1); an env that is not turn-based exits 2."""
+    """--acting-rows-only, on in both Hanabi presets: the update takes the player to move's rows alone, each with the
+    logprob the rollout gave its action (the first ratio is exactly 1); --no-acting-rows-only trains on every row; an
+    env that is not turn-based exits 2."""
+    module = load_script(script)
+    assert module.parse_args(["--env-id", "hanabi"])[0].acting_rows_only
+    assert module.parse_args(["--env-id", "hanabi", "--paper-preset"])[0].acting_rows_only
+    assert not module.parse_args(["--env-id", "hanabi", "--no-acting-rows-only"])[0].acting_rows_only
+    assert not module.parse_args(["--env-id", "3m"])[0].acting_rows_only
     assert train(script, "--env-id", "hanabi", *SMALL, *TWO_UPDATES, "--hidden-dim", "32", "--acting-rows-only") == 0
     check_smoke(tmp_path, is_smac=False)
+    assert train(script, "--env-id", "hanabi", *SMALL, *TWO_UPDATES, "--hidden-dim", "32", "--no-acting-rows-only") == 0
     assert train(script, "--env-id", "simple_spread_v3", *SMALL, *TWO_UPDATES, "--acting-rows-only") == 2
 
 

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from throughput import ROOT, train_sps, write_results  # noqa: E402
 
-SIDES = {"all rows": [], "acting rows only": ["--acting-rows-only"]}
+SIDES = {"all rows": ["--no-acting-rows-only"], "acting rows only": ["--acting-rows-only"]}
 
 
 def main():
