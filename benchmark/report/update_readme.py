@@ -83,7 +83,7 @@ SMAX_SETTINGS = {
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_ent0": ("mappo_rnn.py", "ablation: paper, --ent-coef 0 (as JaxMARL, Mava)", "2-core CPU, 2 runs at once"),
-    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU"),
+    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
 }
 
 
@@ -96,7 +96,11 @@ def jaxmarl_smax(folder: str) -> list[dict]:
 
     runs = {}
     for name in sorted(os.listdir(os.path.join(RESULTS, folder))):
-        if name.startswith("mappo_rnn_smax_") and name.endswith(".json.gz"):
+        evaluated = all(
+            os.path.exists(os.path.join(RESULTS, folder, name.replace(".json.gz", f"_{m}.json")))
+            for m in ("greedy", "sampled")
+        )
+        if name.startswith("mappo_rnn_smax_") and name.endswith(".json.gz") and evaluated:  # else still being evaluated
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
