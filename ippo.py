@@ -92,7 +92,7 @@ class Args:
     death_masking: bool = True  # a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]
     policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
     value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
-    acting_rows_only: bool = False  # hanabi: train on the player to move's rows only [MAPPO code; on in the Hanabi presets]
+    acting_rows_only: bool = False  # hanabi: the player to move's rows only [MAPPO: its code's; ours: on in Hanabi presets]
 
 
 # ========================================= ENV ADAPTERS ===========================================

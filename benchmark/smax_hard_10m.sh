@@ -78,7 +78,7 @@ queue() {  # the command line of every run still to do, seed by seed
 case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2 ent0}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
-  jaxmarl) status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py; exit $status ;;
+  jaxmarl) status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
 esac

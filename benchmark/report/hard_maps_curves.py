@@ -57,7 +57,8 @@ def jaxmarl(results: str) -> dict:
     names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
     for name in names:
         match = re.fullmatch(r"mappo_rnn_smax_(.+)_seed\d+\.json\.gz", name)
-        if match is None or not os.path.exists(os.path.join(folder, name.replace(".json.gz", "_greedy.json"))):
+        evaluated = [os.path.join(folder, name.replace(".json.gz", f"_{m}.json")) for m in ("greedy", "sampled")]
+        if match is None or not all(map(os.path.exists, evaluated)):  # still being evaluated
             continue
         with gzip.open(os.path.join(folder, name), "rt") as f:
             rows = [r for r in json.load(f)["rows"] if r["win_rate"] == r["win_rate"]]  # NaN: no episode ended

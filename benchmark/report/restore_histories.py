@@ -39,10 +39,10 @@ def restore(family: str, commit: str) -> list[str]:
     with open(os.path.join(folder, "summary.json")) as f:
         rows = {(r["script"], r["env_id"]): r for r in json.load(f) if "env_id" in r}
     written = []
-    for tasks in marl_eval.values():
+    for env_family, tasks in marl_eval.items():  # smax, mpe or smaclite
         for task, algorithms in tasks.items():
             for script, runs in algorithms.items():
-                env_id = task if (script, task) in rows else f"smaclite/{task}"
+                env_id = f"smaclite/{task}" if env_family == "smaclite" else task
                 row = rows[(script, env_id)]
                 for i, run in enumerate(runs.values()):
                     key, evals = history(run)
