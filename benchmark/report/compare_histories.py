@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, mean_and_ci, scores_win_rate  # noqa: E402
+from summarize import load, plot_mean, scores_win_rate  # noqa: E402
 
 SCORES = {"greedy evaluation": "eval", "training episodes": "train"}
 
@@ -55,9 +55,7 @@ def plot(sides: dict, keys: dict, until: int, path: str):
             for s in summaries:
                 es = [e for e in s["evals"] if e["step"] <= until and keys[name] in e]
                 curves.append((np.array([e["step"] for e in es]), np.array([e[keys[name]] for e in es])))
-            grid, mean, low, high = mean_and_ci(curves)
-            ax.plot(grid, mean, style, color=f"C{i}", lw=1.2, label=f"{label}, {'greedy' if name == 'eval' else 'training'}")
-            ax.fill_between(grid, low, high, color=f"C{i}", alpha=0.2, lw=0)
+            plot_mean(ax, curves, f"C{i}", f"{label}, {'greedy' if name == 'eval' else 'training'}", style)
     ax.set_xlabel("env steps")
     ax.set_ylabel(keys["eval"].replace("_", " "))
     ax.legend(fontsize=7)

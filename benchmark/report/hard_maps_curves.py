@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, mean_and_ci  # noqa: E402
+from summarize import load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 OURS = {"smax_hard_10m_paper": "paper", "smax_hard_10m_table2": "Table 2", "smax_hard_10m_ent0": "ent0 ablation"}
@@ -86,9 +86,7 @@ def plot(sides: dict, path: str):
                 curves = [(x, y) for x, y in side.get(env_id, {}).get(score, []) if len(x)]  # a run that logged none
                 if not curves:
                     continue
-                grid, mean, low, high = mean_and_ci(curves)
-                ax.plot(grid, mean, color=f"C{i}", lw=1.2, label=f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})")
-                ax.fill_between(grid, low, high, color=f"C{i}", alpha=0.15, lw=0)
+                plot_mean(ax, curves, f"C{i}", f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})", alpha=0.15)
             ax.set_title(f"{env_id}: {score}", fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("env steps")

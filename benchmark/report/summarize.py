@@ -246,6 +246,13 @@ def mean_and_ci(curves: list, points: int = 200):
     return grid, ys.mean(0), *bootstrap_mean_ci(ys)
 
 
+def plot_mean(ax, curves: list, color: str, label: str, style: str = "-", alpha: float = 0.2):
+    """curves: [(x, y)] per seed -> their mean (mean_and_ci) as a line on ax, its 95% bootstrap interval shaded"""
+    grid, mean, low, high = mean_and_ci(curves)
+    ax.plot(grid, mean, style, color=color, lw=1.2, label=label)
+    ax.fill_between(grid, low, high, color=color, alpha=alpha, lw=0)
+
+
 def plot(runs, path):
     """One panel per env: eval curves (and the training score, dashed, where logged) against env steps (top row)
     and wall time (bottom row, where the histories kept it); the mean over seeds as a line and its 95% bootstrap interval shaded, one colour per
@@ -274,10 +281,8 @@ def plot(runs, path):
                     curves = [(np.array([e[x_key] for e in es]), np.array([e[y_key] for e in es])) for es in evals if es]
                     if len(curves) < len(summaries):
                         continue
-                    grid, mean, low, high = mean_and_ci(curves)
                     label = f"{script} ({len(curves)} seed{'s' * (len(curves) > 1)})" + (", training" if style == "--" else "")
-                    ax.plot(grid, mean, style, color=colours[script], lw=1.2, label=label)
-                    ax.fill_between(grid, low, high, color=colours[script], alpha=0.2, lw=0)
+                    plot_mean(ax, curves, colours[script], label, style)
             ax.set_title(env_id)
             ax.set_xlabel(x_label)
             ax.set_ylabel("win rate" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return"))

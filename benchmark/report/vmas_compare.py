@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, mean_and_ci  # noqa: E402
+from summarize import load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 WINDOW = 0.1  # the share of the budget, at its end, that each seed's score is read over
@@ -95,10 +95,8 @@ def plot(sides: dict, budget: int, path: str):
                 if (task, algorithm) not in side:
                     continue
                 curves = [np.array([p for p in r["eval"] if p[0] <= budget]).T for r in side[(task, algorithm)]]
-                grid, mean, low, high = mean_and_ci([(x, y) for x, y in curves])
-                color, style = f"C{2 * i + j}", "-" if j == 0 else "--"
-                ax.plot(grid, mean, style, color=color, lw=1.2, label=f"{implementation} {algorithm.upper()}")
-                ax.fill_between(grid, low, high, color=color, alpha=0.15, lw=0)
+                label, style = f"{implementation} {algorithm.upper()}", "-" if j == 0 else "--"
+                plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i + j}", label, style, alpha=0.15)
         ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
         ax.set_xlabel("env steps")
         ax.legend(fontsize=7)
