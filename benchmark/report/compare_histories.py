@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, plot_mean, scores_win_rate  # noqa: E402
+from summarize import BAND, load, plot_mean, scores_win_rate  # noqa: E402
 
 SCORES = {"greedy evaluation": "eval", "training episodes": "train"}
 
@@ -59,7 +59,7 @@ def plot(sides: dict, keys: dict, until: int, path: str):
     ax.set_xlabel("env steps")
     ax.set_ylabel(keys["eval"].replace("_", " "))
     ax.legend(fontsize=7)
-    ax.set_title("mean over seeds, shaded: its 95% bootstrap interval", fontsize=9)
+    ax.set_title(f"mean over seeds;\n{BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

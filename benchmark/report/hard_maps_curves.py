@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, plot_mean  # noqa: E402
+from summarize import BAND, load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 OURS = {"smax_hard_10m_paper": "paper", "smax_hard_10m_table2": "Table 2", "smax_hard_10m_ent0": "ent0 ablation"}
@@ -91,7 +91,7 @@ def plot(sides: dict, path: str):
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("env steps")
             ax.legend(fontsize=6)
-    fig.suptitle("win rate, mean over seeds (shaded: its 95% bootstrap interval where there are several)", fontsize=9)
+    fig.suptitle(f"win rate, mean over seeds; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 

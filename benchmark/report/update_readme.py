@@ -219,18 +219,21 @@ def throughput() -> str:
 
 
 def async_learning() -> str:
-    """mappo_async_seed.py beside mappo.py at the same budget and seeds (benchmark/mappo_async_seed.sh)"""
+    """mappo_async_seed.py beside mappo.py at the same budget and seeds (benchmark/mappo_async_seed.sh): each seed's
+    median of its last 10 greedy evaluations (32 episodes each: whole percents) and of the training win rate of the
+    rollouts before them. No wall time: these runs shared the machine; the throughput table below is measured alone."""
     if not os.path.exists(os.path.join(RESULTS, "mappo_async_seed/summary.json")):
         return "(not run yet: `bash benchmark/mappo_async_seed.sh`)"
     rows = {r["script"]: r for r in load("mappo_async_seed/summary.json") if "env_id" in r}
     out = [
-        "| env | env steps | script | per seed: median of the last 10 greedy evaluations | median |",
-        "|---|---|---|---|---|",
+        "| env | env steps | script | greedy eval %, per seed | median | training episodes %, per seed |",
+        "|---|---|---|---|---|---|",
     ]
     for script in ("mappo", "mappo_async_seed"):
         r = rows[script]
-        seeds = ", ".join(f"{pct(x)} %" for x in r["scores"])
-        out.append(f"| {r['env_id']} | {min(r['env_steps']) / 1e6:.2g}M | {script}.py | {seeds} | {pct(r['median'])} % |")
+        seeds, train = (", ".join(f"{x:.0f}" for x in r.get(k, [])) or "-" for k in ("scores", "train_scores"))
+        steps = f"{min(r['env_steps']) / 1e6:.2g}M"
+        out.append(f"| {r['env_id']} | {steps} | {script}.py | {seeds} | {r['median']:.0f} | {train} |")
     return "\n".join(out) + curves("mappo_async_seed")
 
 

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import load, plot_mean  # noqa: E402
+from summarize import BAND, load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 WINDOW = 0.1  # the share of the budget, at its end, that each seed's score is read over
@@ -100,7 +100,7 @@ def plot(sides: dict, budget: int, path: str):
         ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
         ax.set_xlabel("env steps")
         ax.legend(fontsize=7)
-    fig.suptitle("mean over seeds, shaded: its 95% bootstrap interval", fontsize=8)
+    fig.suptitle(f"mean over seeds; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
