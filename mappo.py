@@ -240,7 +240,7 @@ class Critic(nn.Module):
 
 # ===================================== ALGO LOGIC: rollout ========================================
 @torch.no_grad()
-def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, stop: list):
+def rollout(envs, actor, out: dict, num_steps: int, agent_ids, device, episodes: dict, stop: list):
     """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
     saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
     envs gave them (the host; the device with --env-on-device), the actions and logprobs (T,E,A) on the device, the
@@ -269,7 +269,8 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, dev
         episodes["return"], episodes["length"] = episodes["return"] * ~done, episodes["length"] * ~done
     done, returns, lengths, won = (on_host(stack(x)) for x in zip(*ends))  # (T,E) each, one copy per rollout
     episodes["finished"] += zip(returns[done], lengths[done], won[done])  # in the order the episodes ended
-    return {k: stack([s[k] for s in steps]) for k in steps[0]}, torch.stack(actions), torch.stack(logprobs), out, env_time
+    seen = {k: stack([s[k] for s in steps]) for k in steps[0]}  # (T,E,...) each, where the envs gave them
+    return seen, torch.stack(actions), torch.stack(logprobs), out, env_time
 
 
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
@@ -390,9 +391,10 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
         dist = policy(logits, torch.as_tensor(nxt["avail"], device=device), actor.log_std)  # (E,A,U)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action if torch.is_tensor(nxt["obs"]) else action.cpu().numpy())
+        done = nxt["terminated"] | nxt["truncated"]  # (E,) where the envs gave it
         ep_return += on_host(nxt["reward"])
         won = on_host(nxt["won"])
-        for e in np.flatnonzero(on_host(nxt["terminated"] | nxt["truncated"])):
+        for e in np.flatnonzero(on_host(done)):
             if len(results[e]) < per_env:
                 results[e].append((float(won[e]), ep_return[e]))
             ep_return[e] = 0.0
@@ -1050,10 +1052,8 @@ class Run:
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
         self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
-        self.path, self.total = (
-            f"runs/{self.run_name}/{args.exp_name}.pt",
-            self.num_iterations * args.num_envs * args.num_steps,
-        )
+        self.path = f"runs/{self.run_name}/{args.exp_name}.pt"
+        self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 

@@ -632,9 +632,9 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
-    """Greedy evaluation, or with actions sampled from `generator`; every episode from a zero hidden state. Each env
-    plays its first ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
-    return); None on a stop (Ctrl-C)."""
+    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
+    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C). Every
+    episode starts from a zero hidden state."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
@@ -650,9 +650,10 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
         dist = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device))  # (E,A,U)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action.cpu().numpy())
+        done = nxt["terminated"] | nxt["truncated"]  # (E,) where the envs gave it
+        starts[0] = torch.from_numpy(done).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
         ep_return += nxt["reward"]
-        starts[0] = torch.from_numpy(nxt["terminated"] | nxt["truncated"]).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
-        for e in np.flatnonzero(nxt["terminated"] | nxt["truncated"]):
+        for e in np.flatnonzero(done):
             if len(results[e]) < per_env:
                 results[e].append((float(nxt["won"][e]), ep_return[e]))
             ep_return[e] = 0.0
@@ -1397,10 +1398,8 @@ class Run:
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
         self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
-        self.path, self.total = (
-            f"runs/{self.run_name}/{args.exp_name}.pt",
-            self.num_iterations * args.num_envs * args.num_steps,
-        )
+        self.path = f"runs/{self.run_name}/{args.exp_name}.pt"
+        self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 

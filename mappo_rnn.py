@@ -276,18 +276,16 @@ def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
 
 # ===================================== ALGO LOGIC: rollout ========================================
 @torch.no_grad()
-def rollout(
-    envs, actor, out: dict, num_steps: int, agent_ids: torch.Tensor, device, episodes: dict, stop: list, actor_h, start
-):
+def rollout(envs, actor, out: dict, num_steps: int, agent_ids, device, episodes: dict, stop: list, actor_h, start):
     """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
     saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
-    envs gave them (the host; the device with --env-on-device),
-    the actions and logprobs (T,E,A) on the device, the envs' last outputs and the seconds spent in the envs; None on
-    a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty). `episodes`: each env's running return and length,
-    and the (return, length, won) of every episode that ended, added at the rollout's end. Recurrent:
-    actor_h (E,A,H) and start (E,) bool, an episode begins, carry over from the last rollout and come back updated, after
-    the actor's hidden states entering each step (T,E,A,H)."""
-    steps, actions, logprobs, ends, actor_hs, env_time = [], [], [], [], [], 0.0
+    envs gave them (the host; the device with --env-on-device), the actions and logprobs (T,E,A) on the device, the
+    envs' last outputs and the seconds spent in the envs; None on a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list,
+    not empty). `episodes`: each env's running return and length, and the (return, length, won) of every episode that
+    ended, added at the rollout's end. Recurrent: actor_h (E,A,H) and start (E,) bool, an episode begins, carry over
+    from the last rollout and come back updated, after the actor's hidden states entering each step (T,E,A,H)."""
+    steps, actions, logprobs, ends, env_time = [], [], [], [], 0.0
+    actor_hs = []  # (E,A,H) entering each step
     for step in range(num_steps):
         if stop:  # the partial rollout is dropped
             return None
@@ -314,7 +312,7 @@ def rollout(
         start = torch.as_tensor(done, device=device)
     done, returns, lengths, won = (on_host(stack(x)) for x in zip(*ends))  # (T,E) each, one copy per rollout
     episodes["finished"] += zip(returns[done], lengths[done], won[done])  # in the order the episodes ended
-    seen = {k: stack([s[k] for s in steps]) for k in steps[0]}
+    seen = {k: stack([s[k] for s in steps]) for k in steps[0]}  # (T,E,...) each, where the envs gave them
     return seen, torch.stack(actions), torch.stack(logprobs), out, env_time, torch.stack(actor_hs), actor_h, start
 
 
@@ -433,9 +431,9 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
-    """Greedy evaluation, or with actions sampled from `generator`; every episode from a zero hidden state. Each env
-    plays its first ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
-    return); None on a stop (Ctrl-C)."""
+    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
+    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C). Every
+    episode starts from a zero hidden state."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
@@ -1116,10 +1114,8 @@ class Run:
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
             self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
         self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
-        self.path, self.total = (
-            f"runs/{self.run_name}/{args.exp_name}.pt",
-            self.num_iterations * args.num_envs * args.num_steps,
-        )
+        self.path = f"runs/{self.run_name}/{args.exp_name}.pt"
+        self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
 
