@@ -1,4 +1,5 @@
-"""benchmark/report/summarize.py on a hand-made results folder (known medians, known IQM, the files it writes),
+"""benchmark/report/summarize.py on hand-made results folders (known medians, intervals only from 5 seeds, the files it
+writes),
 benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/measure/async_throughput.py's table
 and simulated env."""
 
@@ -102,6 +103,11 @@ def test_intervals_from_five_seeds_on(tmp_path):
     assert iqm["iqm"] == pytest.approx(0.5) and iqm["iqm_ci"][0] < 0.5 < iqm["iqm_ci"][1]
 
 
+def test_win_rates_in_whole_percents_halves_up():
+    # medians of 32-episode evaluations end in .5 often: both halves go the same way (format() would give 62 and 88)
+    assert [summarize.whole(x) for x in (62.5, 87.5, 12.5, 89.0625, 0.0, 100.0)] == ["63", "88", "13", "89", "0", "100"]
+
+
 def test_iqm_and_bootstrap():
     # six runs: 0.2, 0.5, 0.6, 0.8, 0.9, 1.0 -> drop one at each end -> mean(0.5, 0.6, 0.8, 0.9) = 0.7
     assert summarize.iqm([0.2, 0.5, 0.6, 0.8, 0.9, 1.0]) == pytest.approx(0.7)
@@ -173,8 +179,12 @@ def test_mean_and_band_over_seeds():
     assert grid == pytest.approx([0.0, 5.0, 10.0])
     # seed 1 at 0, 5, 10: 0, 0.5, 1; seed 2: 1, 1, 1 - 5/15
     assert mean == pytest.approx([0.5, 0.75, (1.0 + 2 / 3) / 2])
-    # fewer than 5 seeds: the band is their range
+    # fewer than 5 seeds: the band is their range (with 2 or 3 seeds a bootstrap interval would be too; with 4 it is not)
     assert low == pytest.approx([0.0, 0.5, 2 / 3]) and high == pytest.approx([1.0, 1.0, 1.0])
+    four = [(np.array([0.0, 1.0]), np.full(2, v)) for v in (0.0, 1 / 3, 2 / 3, 1.0)]
+    _, _, low, high = summarize.mean_and_band(four, points=2)
+    assert low == pytest.approx([0.0, 0.0]) and high == pytest.approx([1.0, 1.0])
+    assert summarize.bootstrap_mean_ci(np.array([0.0, 1 / 3, 2 / 3, 1.0]))[0] > 0.0  # what the range replaces
     # 5 seeds: the bootstrap interval of the mean, narrower than the range, holding the mean
     x = np.array([0.0, 0.2, 0.4, 0.6, 1.0])
     _, mean, low, high = summarize.mean_and_band([(np.array([0.0, 1.0]), np.full(2, v)) for v in x], points=2)
@@ -406,6 +416,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
 FAMILIES_WITH_HISTORIES = sorted(
     p.parent.name for p in (ROOT / "benchmark/results").glob("*/summary.json") if (p.parent / "kept").is_dir()
 )
+assert {"mappo", "ippo", "mappo_rnn", "mappo_async_seed", "smax_10m_mappo", "hanabi_10m_mappo"} <= set(FAMILIES_WITH_HISTORIES)
 
 
 @pytest.mark.parametrize("family", FAMILIES_WITH_HISTORIES)

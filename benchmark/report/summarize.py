@@ -17,6 +17,7 @@ import argparse
 import glob
 import gzip
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -25,8 +26,14 @@ import numpy as np
 
 # Below this many seeds a bootstrap interval says more than the data has (three seeds, each the median of evaluations
 # of 32 episodes, often all at the ceiling): the per-seed values and their range stand instead, in tables and figures.
-# The papers' StarCraft II numbers are not beside ours here: README.md has them in a table of their own.
+# The papers' StarCraft II numbers (MAPPO's Table 1, Async MAPPO's Table 2) are not beside ours here: README.md has
+# them in a table of their own (benchmark/results/anchors.json).
 MIN_SEEDS_FOR_INTERVALS = 5
+
+
+def whole(x: float) -> str:
+    """A win rate (%) in whole percents, halves up (Python's round and format take halves to even: 62.5 -> 62)"""
+    return str(math.floor(x + 0.5))
 
 
 def iqm(x) -> float:
@@ -156,7 +163,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         is_smac = scores_win_rate(env_id)
         key = "median_win_rate" if is_smac else "median_return"
         scores = np.array([s[key] * (100 if is_smac else 1) for s in summaries])
-        show = "{:.0f}".format if is_smac else "{:.2f}".format  # win rates of 32-episode evaluations: whole percents
+        show = whole if is_smac else "{:.2f}".format  # win rates of 32-episode evaluations: whole percents
         steps = sorted({s["global_step"] for s in summaries})
         metric = "win rate %" if is_smac else ("score" if env_family(env_id) == "hanabi" else "team return")
         median, std = np.median(scores), scores.std()
@@ -252,8 +259,8 @@ def plot_mean(ax, curves: list, color: str, label: str, style: str = "-", alpha:
 
 def plot(runs, path):
     """One panel per env: eval curves (and the training score, dashed, where logged) against env steps (top row)
-    and wall time (bottom row, where the histories kept it); the mean over seeds as a line and mean_and_band's band shaded, one colour
-    per script."""
+    and wall time (bottom row, where the histories kept it); the mean over seeds as a line and mean_and_band's band
+    shaded, one colour per script."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -18,6 +18,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize import whole  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "benchmark", "results")
 
@@ -58,20 +61,21 @@ def results(family: str) -> str:
     for r in sorted(rows, key=lambda r: (r["env_id"].startswith("simple_"), r["env_id"])):
         win = r["metric"].startswith("win")
         metric = "win rate %" if win else r["metric"]
-        values = ", ".join(f"{x:.0f}" if win else f"{x:.1f}" for x in r["scores"])
-        median = f"{r['median']:.0f}" if win else f"{r['median']:.1f}"
+        values = percents(r["scores"]) if win else ", ".join(f"{x:.1f}" for x in r["scores"])
+        median = whole(r["median"]) if win else f"{r['median']:.1f}"
         steps = f"{min(r['env_steps']) / 1e6:.2g}M"
         out.append(f"| {r['env_id']} | {steps} | {len(r['scores'])} | {metric} | {values} | {median} |")
     return "\n".join(out) + curves(family)
 
 
 def sc2_reference() -> str:
-    """The MAPPO paper's StarCraft II numbers (Table 1; benchmark/results/anchors.json), on their own: another
-    simulator against another opponent, a target of shape only."""
+    """The StarCraft II numbers of the MAPPO paper (Table 1) and of Async MAPPO (Table 2; benchmark/results/anchors.json),
+    on their own: another simulator against another opponent, a target of shape only."""
     paper = load("anchors.json")["sc2_paper"]
-    out = ["| map | MAPPO | IPPO |", "|---|---|---|"]
-    for env in sorted(paper["mappo"], key=lambda m: (paper["mappo"][m], m), reverse=True):
-        out.append(f"| {env} | {paper['mappo'][env]:.1f} | {paper['ippo'].get(env, '-')} |")
+    out = ["| map | MAPPO (Table 1) | IPPO (Table 1) | Async MAPPO (its Table 2) |", "|---|---|---|---|"]
+    for env in sorted(set(paper["mappo"]) | set(paper["async"]), key=lambda m: (paper["mappo"].get(m, 0), m), reverse=True):
+        row = (paper[k].get(env) for k in ("mappo", "ippo", "async"))
+        out.append(f"| {env} | " + " | ".join("-" if x is None else f"{x:.1f}" for x in row) + " |")
     return "\n".join(out)
 
 
@@ -119,8 +123,8 @@ def jaxmarl_smax(folder: str) -> list[dict]:
 
 
 def percents(values) -> str:
-    """Win rates (%) of the seeds, as integers: each is a median of 32-episode evaluations (3 % steps)."""
-    return ", ".join(f"{x:.0f}" for x in values) if values else "-"
+    """Win rates (%) of the seeds in whole percents (summarize.whole: each a median of 32-episode evaluations)"""
+    return ", ".join(map(whole, values)) if values else "-"
 
 
 def smax_10m(*folders: str) -> str:
@@ -231,9 +235,9 @@ def async_learning() -> str:
     ]
     for script in ("mappo", "mappo_async_seed"):
         r = rows[script]
-        seeds, train = (", ".join(f"{x:.0f}" for x in r.get(k, [])) or "-" for k in ("scores", "train_scores"))
+        seeds, train = percents(r["scores"]), percents(r.get("train_scores", []))
         steps = f"{min(r['env_steps']) / 1e6:.2g}M"
-        out.append(f"| {r['env_id']} | {steps} | {script}.py | {seeds} | {r['median']:.0f} | {train} |")
+        out.append(f"| {r['env_id']} | {steps} | {script}.py | {seeds} | {whole(r['median'])} | {train} |")
     return "\n".join(out) + curves("mappo_async_seed")
 
 
