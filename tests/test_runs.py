@@ -448,3 +448,29 @@ def test_learns_hanabi(run_script, tmp_path):
     random_score = random_policy_return("hanabi", episodes=64)
     assert sum(scores[-3:]) / 3 >= random_score + 0.5, (scores, random_score)  # seed 1 read 1.16 here
     assert greedy[-1] >= random_score + 1.0, (greedy, random_score)  # and 2.75 (32 greedy games)
+
+
+# the checkpoints of runs under way across sessions (benchmark/*.sh keep): today's scripts must go on from them
+KEPT_CHECKPOINTS = sorted((ROOT / "benchmark" / "results").glob("*/kept/*.pt"))
+
+
+@pytest.mark.parametrize("path", KEPT_CHECKPOINTS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_committed_checkpoints_resume_with_todays_code(path, tmp_path):
+    """Each committed kept/ checkpoint, resumed by the script that wrote it to the step it holds: its networks and
+    optimisers load (weights_only=True, every tensor in place), its env is built, nothing trains, and the checkpoint it
+    writes back holds the same step, history and parameters. A change that breaks this would strand those runs."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    step = ckpt["global_step"]
+    cmd = [sys.executable, str(ROOT / ckpt["script"]), "--resume", str(path), "--total-timesteps", str(step), "--no-cuda"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"checkpoint at step {step}:" in done.stdout
+    [written] = (tmp_path / "runs").glob(f"*/{ckpt['script'].removesuffix('.py')}.pt")
+    again = torch.load(written, map_location="cpu", weights_only=True)
+    assert (again["global_step"], again["iteration"], len(again["evals"])) == (step, ckpt["iteration"], len(ckpt["evals"]))
+    columns = len(again["evals"][0])  # a run older than a column gets it as NaN
+    history = [list(e) + [float("nan")] * (columns - len(e)) for e in ckpt["evals"]]
+    np.testing.assert_array_equal(np.array(again["evals"], dtype=float), np.array(history, dtype=float))  # NaN == NaN
+    for part in ("actor", "critic"):
+        assert again[part].keys() == ckpt[part].keys()
+        assert all(torch.equal(again[part][k], ckpt[part][k]) for k in ckpt[part])
