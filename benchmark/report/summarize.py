@@ -31,6 +31,11 @@ import numpy as np
 MIN_SEEDS_FOR_INTERVALS = 5
 
 
+def supported(per_seed) -> bool:
+    """Enough seeds (rows) for a bootstrap interval: MIN_SEEDS_FOR_INTERVALS or more"""
+    return len(per_seed) >= MIN_SEEDS_FOR_INTERVALS
+
+
 def whole(x: float) -> str:
     """A win rate (%) in whole percents, halves up (Python's round and format take halves to even: 62.5 -> 62)"""
     return str(math.floor(x + 0.5))
@@ -177,12 +182,12 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         )
         row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
         row.update(median=float(median), std=float(std), mean=float(scores.mean()), metric=metric)
-        if len(scores) >= MIN_SEEDS_FOR_INTERVALS:
+        if supported(scores):
             row["mean_ci"] = [float(c) for c in bootstrap_mean_ci(scores)]
         row["env_steps"] = steps
         if train:
             row.update(train_scores=train, train_mean=float(np.mean(train)))
-            if len(train) >= MIN_SEEDS_FOR_INTERVALS:
+            if supported(train):
                 row["train_mean_ci"] = [float(c) for c in bootstrap_mean_ci(train)]
         sampled_key = "median_sampled_win_rate" if is_smac else "median_sampled_return"  # --eval-sampled
         if all(s.get(sampled_key) is not None for s in summaries):
@@ -201,7 +206,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     scripts = sorted({script for script, _ in runs})
     for script in scripts:
         smac = [np.array(r["scores"]) / 100 for r in table if r["script"] == script and r["metric"] == "win rate %"]
-        if smac and min(map(len, smac)) >= MIN_SEEDS_FOR_INTERVALS:
+        if smac and all(map(supported, smac)):
             low, high = stratified_bootstrap_ci(smac)
             lines.append(
                 f"\n{script}: IQM of the SMAC win rates over {sum(map(len, smac))} runs ({len(smac)} maps) = "
@@ -242,7 +247,7 @@ def mean_and_band(curves: list, points: int = 200):
     is extrapolated."""
     grid = np.linspace(max(x[0] for x, _ in curves), min(x[-1] for x, _ in curves), points)
     ys = np.stack([np.interp(grid, x, y) for x, y in curves])  # (seeds, points)
-    band = bootstrap_mean_ci(ys) if len(ys) >= MIN_SEEDS_FOR_INTERVALS else (ys.min(0), ys.max(0))
+    band = bootstrap_mean_ci(ys) if supported(ys) else (ys.min(0), ys.max(0))
     return grid, ys.mean(0), *band
 
 
