@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config) on the hard SMAX maps, run on a lent GPU machine (issue 50:
-# JAX on a GPU trains in minutes what takes this 2-core machine hours), all runs at once on the one GPU, then our
+# JAX on a GPU trains in minutes what takes this 2-core machine hours), the runs of MAPS x SEEDS at once, then our
 # greedy and sampled evaluations of their snapshots there; the results come back as one archive, unpacked here into
 # benchmark/results/smax_hard_10m_jaxmarl as `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips
 # those runs). Each run's JSON names the device and JAX version it ran on.
@@ -9,19 +9,27 @@
 #                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
-# Variables: MAPS (default 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m), SEEDS (1 2 3), TOTAL_TIMESTEPS (unset: the config's 1e7;
-# set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool sets it),
-# PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda; cpu to try the kit on this machine),
-# RUN_SECONDS (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so
-# that the archive is written within the call's 10 minutes.
+# Variables: MAPS (default 5m_vs_6m), SEEDS (default 2): one run per call, see below; TOTAL_TIMESTEPS (unset: the
+# config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool
+# sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu: the snapshots' host
+# callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS (420) and
+# EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the archive is
+# written within the call's 10 minutes.
 # The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax, chex, numpy (here: jax 0.10.2). A device call
-# runs at most 10 minutes and a run cannot resume: time one first (TOTAL_TIMESTEPS=1000000 MAPS=10m_vs_11m SEEDS=1, the
-# slowest map; throw its archive away), then pick MAPS and SEEDS per call to fit. Tried here on the CPU with a
-# Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS=1).
+# runs at most 10 minutes and a run cannot resume. Measured on an H200 (session 55; none of these runs came back, all
+# cut at 440 s or 228 s): alone, 5m_vs_6m reached its first update at 37 s, then took 0.39 s per update (its 610
+# updates: about 4.6 min); three at once (one per map, separate processes) 47-55 s, then 0.87 (5m_vs_6m), 0.96
+# (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all the time: the processes take
+# turns on it, so runs at once gain little (3 runs in ~12 min; one after another, at 5m_vs_6m's pace alone, ~14 min)
+# and miss the call's limit. Hence one run per call, at most two calls per lent session (15 minutes of device time,
+# the machine's start included; a second call must come within the 30 s it stays warm). Seeds vmapped in one program
+# would share the GPU's kernels instead, but the baseline's host callbacks under vmap hung on the CPU (jax 0.10.2, a
+# trial in session 55): not used. Tried here on the CPU with a Python 3.12 venv of the image's versions
+# (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS=1).
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
-kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m} seeds=${SEEDS:-1 2 3}
+kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m} seeds=${SEEDS:-2}
 results=benchmark/results/smax_hard_10m_jaxmarl
 
 case ${1:-} in
@@ -42,13 +50,13 @@ case ${1:-} in
   run)
     : "${OUT:?OUT: the folder whose files come back}"
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+    export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda,cpu} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
     work=/tmp/jaxmarl_runs && mkdir -p "$work/$results"
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no nvidia-smi: JAX_PLATFORMS=$JAX_PLATFORMS"
     extra=${TOTAL_TIMESTEPS:+--total-timesteps $TOTAL_TIMESTEPS}
     declare -A pids=() evals=()
     for seed in $seeds; do
-      for map in $maps; do  # all at once: one run leaves the GPU mostly idle
+      for map in $maps; do  # all at once (see above: one per call fits)
         name=mappo_rnn_smax_${map}_seed$seed
         # shellcheck disable=SC2086
         timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
