@@ -427,7 +427,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         greedy = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
         if args.eval_sampled:
             greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, (), eval_generator)
-        return run.report(greedy)
+        return report_eval_only(args, eval_envs, greedy)
 
     envs = make_env(args.env_id, args.num_envs, args.seed, *env_args)
     episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
@@ -1004,6 +1004,22 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
+def save_checkpoint(path: str, parts: dict, **values):
+    """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""
+    ckpt = {name: part.state_dict() for name, part in parts.items()}
+    torch.save(dict(ckpt, format="cleanmappo", script=os.path.basename(__file__), **values), f"{path}.tmp")
+    os.replace(f"{path}.tmp", path)
+
+
+def restore(parts: dict, ckpt: dict, resume: bool):
+    """The checkpoint's networks into parts (actor, critic), and with --resume its optimisers too."""
+    for name in list(parts)[: 4 if resume else 2]:
+        try:
+            parts[name].load_state_dict(ckpt[name])
+        except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
+            check(False, f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
+
+
 def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
     """The paper's metric, the median of the last 10 evaluations, of each score, and every evaluation. evals: one row
     per evaluation: step, win rate, return, wall time, training score (of the rollout before it), then the sampled
@@ -1023,6 +1039,57 @@ def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
     return summary
 
 
+def open_logs(args: Args, run_name: str) -> SummaryWriter:
+    """TensorBoard's writer in runs/<run name>, its first text the flags; with --track, W&B syncs it."""
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=run_name, save_code=True, resume="allow")  # fmt: skip
+    writer = SummaryWriter(f"runs/{run_name}")
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    return writer
+
+
+def episode_stats(episodes: dict, has_wins: bool) -> dict:
+    """The mean return, length and win rate of the episodes that ended in the rollout (none: {}); the list emptied."""
+    if not episodes["finished"]:
+        return {}
+    returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
+    episodes["finished"] = []
+    stats = {"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()}
+    return stats | ({"charts/win_rate": won.mean()} if has_wins else {})  # MPE has no win
+
+
+def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):
+    """The run's eval_summary.json: head (env id, seed, step, budget), then eval_summary's; its medians printed."""
+    summary = dict(head, **eval_summary(evals, has_wins))
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+    scores = f"win rate {summary['median_win_rate']:.3f}, " if has_wins else ""
+    scores += f"return {summary['median_return']:.3f}"
+    print(f"median of the last {min(len(evals), 10)} evaluations: {scores} ({path})")
+
+
+def status_line(step: int, total: int, latest: dict, has_wins: bool, env_id: str) -> str:
+    """Progress: step / total, SPS, ETA, the score of the last rollout's episodes and of the last evaluation, env id."""
+    sps = int(latest.get("charts/SPS", 0))
+    eta = datetime.timedelta(seconds=int((total - step) / sps)) if sps else "-"
+    tag = "win_rate" if has_wins else "episodic_return"
+    names = {f"charts/{tag}": "win" if has_wins else "return", f"eval/{tag}": "eval"}
+    scores = "".join(f" {name} {latest[t]:.2f}" for t, name in names.items() if t in latest)
+    return f"step {step}/{total} SPS {sps} ETA {eta}{scores} | {env_id}"  # 80 columns show all but the id
+
+
+def report_eval_only(args: Args, eval_envs, result: tuple[float, ...]):
+    """--eval-only's output: greedy, then sampled with --eval-sampled."""
+    eval_envs.close()
+    print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} episodes each")
+    for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
+        print(f"{mode}: " + (f"win_rate={win:.4f} " if eval_envs.has_wins else "") + f"episodic_return={ret:.4f}")
+
+
 class Run:
     """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard (W&B with --track), shows
     progress (a status line on a terminal, a line every 30 s when piped), and makes Ctrl-C or SIGTERM a stop at the next
@@ -1031,11 +1098,8 @@ class Run:
     def __init__(self, args: Args, ckpt: Optional[dict], actor, critic, actor_optimizer, critic_optimizer, eval_envs):
         self.args, self.eval_envs, self.has_wins, self.signals = args, eval_envs, eval_envs.has_wins, []
         self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
-        for name in list(self.parts)[: 4 if args.resume else 2] if ckpt else ():
-            try:
-                self.parts[name].load_state_dict(ckpt[name])
-            except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
-                check(False, f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
+        if ckpt:
+            restore(self.parts, ckpt, args.resume)
         self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
         self.global_step, self.iteration, self.evals = 0, 0, []
         if args.resume:  # the step counters, the eval history and the run directory go on
@@ -1049,14 +1113,7 @@ class Run:
 
     def start(self, envs) -> dict:
         """Tracking, the stop signals caught, the first reset of the envs."""
-        if self.args.track:
-            import wandb
-
-            wandb.init(project=self.args.wandb_project_name, entity=self.args.wandb_entity, sync_tensorboard=True,
-                       config=vars(self.args), name=self.run_name, save_code=True, resume="allow")  # fmt: skip
-        self.writer = SummaryWriter(f"runs/{self.run_name}")
-        table = "\n".join(f"|{key}|{value}|" for key, value in vars(self.args).items())
-        self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+        self.writer = open_logs(self.args, self.run_name)
         self.handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # put back at the end
         for sig in self.handlers:  # also where a shell started us with SIGINT ignored (cmd &)
             signal.signal(sig, self.stop)
@@ -1073,12 +1130,8 @@ class Run:
         tty = sys.stdout.isatty()
         if not force and time.time() - self.printed < (0.5 if tty else 30):
             return
-        self.printed, sps = time.time(), int(self.latest.get("charts/SPS", 0))
-        eta = datetime.timedelta(seconds=int((self.total - step) / sps)) if sps else "-"
-        tag = "win_rate" if self.has_wins else "episodic_return"  # of the last rollout's episodes, of the last evaluation
-        names = {f"charts/{tag}": "win" if self.has_wins else "return", f"eval/{tag}": "eval"}
-        scores = "".join(f" {name} {self.latest[t]:.2f}" for t, name in names.items() if t in self.latest)
-        line = f"step {step}/{self.total} SPS {sps} ETA {eta}{scores} | {self.args.env_id}"  # 80 columns show all but the id
+        self.printed = time.time()
+        line = status_line(step, self.total, self.latest, self.has_wins, self.args.env_id)
         print(
             f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
         )
@@ -1090,11 +1143,7 @@ class Run:
         stats["charts/learning_rate"] = self.parts["actor_optimizer"].param_groups[0]["lr"]
         if self.args.use_popart:
             stats["popart/mean"], stats["popart/std"] = (x.item() for x in self.parts["critic"].popart.stats())
-        if episodes["finished"]:
-            returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
-            stats.update({"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()})
-            stats.update({"charts/win_rate": won.mean()} if self.has_wins else {})  # MPE has no win
-            episodes["finished"] = []
+        stats.update(episode_stats(episodes, self.has_wins))
         if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
             train = float(stats.get("charts/win_rate" if self.has_wins else "charts/episodic_return", np.nan))
             sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
@@ -1109,11 +1158,9 @@ class Run:
         self.show_progress(self.global_step, force=iteration in (1, self.num_iterations))
 
     def save(self):
-        """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""
-        ckpt = {name: part.state_dict() for name, part in self.parts.items()}
-        ckpt.update(format="cleanmappo", script=os.path.basename(__file__), args=asdict(self.args), run_name=self.run_name)
-        torch.save(dict(ckpt, global_step=self.global_step, iteration=self.iteration, evals=self.evals), f"{self.path}.tmp")
-        os.replace(f"{self.path}.tmp", self.path)
+        """A checkpoint of the run as it stands (save_checkpoint)."""
+        counters = dict(global_step=self.global_step, iteration=self.iteration, evals=self.evals)
+        save_checkpoint(self.path, self.parts, args=asdict(self.args), run_name=self.run_name, **counters)
 
     def finish(self, envs):
         """The checkpoint (always after a stop or with --resume), the paper's eval summary (median of the last 10
@@ -1123,14 +1170,8 @@ class Run:
             self.save()
             print(f"checkpoint at step {self.global_step}: {self.path}")
         if self.evals:
-            path = f"runs/{self.run_name}/eval_summary.json"
-            summary = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
-            summary.update(eval_summary(self.evals, self.has_wins))
-            with open(path, "w") as f:
-                json.dump(summary, f, indent=1)
-            scores = f"win rate {summary['median_win_rate']:.3f}, " if self.has_wins else ""
-            scores += f"return {summary['median_return']:.3f}"
-            print(f"median of the last {min(len(self.evals), 10)} evaluations: {scores} ({path})")
+            head = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
+            write_eval_summary(f"runs/{self.run_name}/eval_summary.json", head, self.evals, self.has_wins)
         self.writer.close()
         envs.close()
         self.eval_envs.close()
@@ -1143,13 +1184,6 @@ class Run:
         if self.signals:
             print(f"interrupted at step {self.global_step}, logs flushed", flush=True)
             sys.exit(130)
-
-    def report(self, result: tuple[float, ...]):
-        """--eval-only's output: greedy, then sampled with --eval-sampled."""
-        self.eval_envs.close()
-        print(f"eval-only {self.args.eval_only}: {self.args.env_id}, {self.args.eval_episodes} episodes each")
-        for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
-            print(f"{mode}: " + (f"win_rate={win:.4f} " if self.has_wins else "") + f"episodic_return={ret:.4f}")
 
 
 if __name__ == "__main__":
