@@ -360,9 +360,8 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args) -> dict:
     """PPO epochs over N chunks of C steps, BPTT through each [MAPPO Suggestion 3: few epochs, one mini-batch].
-    b: obs (C,N,O+A), state (C,N,S), avail (C,N,U), alive, valid (not padding) and starts (C,N), actions, logprobs,
-    advantages, returns and old values (C,N) (the last two PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden
-    states entering each chunk. Returns the statistics to log."""
+    b: obs (C,N,O+A), state (C,N,S), avail (C,N,U); alive, valid (not padding), starts, actions, logprobs, advantages,
+    returns, old values (C,N; the last two PopArt-normalised); actor_h0, critic_h0 (N,H) entering each chunk -> stats"""
     advantages = b["advantages"]
     if args.norm_adv:  # over the active agent-steps only
         active_adv = advantages[b["alive"]] if b["alive"].any() else advantages
@@ -432,14 +431,13 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 @torch.no_grad()
 def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
-    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C). Every
-    episode starts from a zero hidden state."""
+    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
     nxt = envs.reset()
     actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.gru.hidden_size), device=device)  # (E,A,H)
-    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
+    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A): h from 0
     while min(len(r) for r in results) < per_env:
         if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
