@@ -595,13 +595,14 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
     lines = update_readme.vmas().splitlines()
+    # 3 significant digits of the task's largest return (-5) set its decimals: 2 here
     assert lines[2] == "| vmas/navigation | MAPPO | mappo.py | 2 | -1.00, -2.00 | -1.50 | -5.00, -5.00 | -5.00 |"
     assert lines[3] == "| vmas/navigation | MAPPO | BenchMARL MAPPO | 2 | 0.50, 1.50 | 1.00 | 0.50, 1.50 | 1.00 |"
     assert lines[5] == "Read over env steps 0.09M to 0.10M."  # no speed line without vmas_speed.json
-    speed = dict(task="navigation", algorithm="mappo", ours_sps=9000.0, benchmarl_sps=600.0, ratio=15.0)
+    speed = dict(task="navigation", algorithm="mappo", ours_sps=10294.0, benchmarl_sps=597.0, ratio=17.24)
     (tmp_path / "vmas_speed.json").write_text(json.dumps(dict(machine="2-core CPU", command="cmd", rows=[speed])))
     assert lines[5] + " Env steps trained per second" in update_readme.vmas()
-    assert "vmas/navigation MAPPO: ours 9000, BenchMARL 600 (15.0x)." in update_readme.vmas()
+    assert "vmas/navigation MAPPO: ours 10,000, BenchMARL 600 (17x)." in update_readme.vmas()  # one timing: 2 digits
 
 
 def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):

@@ -11,6 +11,7 @@
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -387,19 +388,24 @@ def vmas() -> str:
         "| training return, per seed | mean |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    largest = {}  # per task: 3 significant digits of its largest return set the decimals of all its numbers
+    for r in result["rows"]:
+        largest[r["task"]] = max([largest.get(r["task"], 0.0)] + [abs(x) for x in r["eval"] + r["train"]])
     for r in sorted(result["rows"], key=lambda r: (r["task"], r["algorithm"] == "ippo", r["implementation"] != "ours")):
         name = {"ours": f"{r['algorithm']}.py", "BenchMARL": f"BenchMARL {r['algorithm'].upper()}"}[r["implementation"]]
-        per_seed = {score: ", ".join(f"{x:.2f}" for x in r[score]) for score in ("eval", "train")}
+        decimals = max(0, 2 - math.floor(math.log10(largest[r["task"]]))) if largest[r["task"]] > 0 else 2
+        per_seed = {score: ", ".join(f"{x:.{decimals}f}" for x in r[score]) for score in ("eval", "train")}
         out.append(
             f"| vmas/{r['task']} | {r['algorithm'].upper()} | {name} | {len(r['seeds'])} | {per_seed['eval']} "
-            f"| {r['eval_mean']:.2f} | {per_seed['train']} | {r['train_mean']:.2f} |"
+            f"| {r['eval_mean']:.{decimals}f} | {per_seed['train']} | {r['train_mean']:.{decimals}f} |"
         )
     text = "\n".join(out) + f"\n\nRead over env steps {start / 1e6:.2f}M to {end / 1e6:.2f}M."
     if os.path.exists(os.path.join(RESULTS, "vmas_speed.json")):
         speed = load("vmas_speed.json")
+        two_digits = lambda x: f"{float(f'{x:.2g}'):,.0f}"  # noqa: E731  one timing each: 10,294 -> 10,000
         rates = "; ".join(
-            f"vmas/{r['task']} {r['algorithm'].upper()}: ours {r['ours_sps']:.0f}, BenchMARL {r['benchmarl_sps']:.0f} "
-            f"({r['ratio']:.1f}x)"
+            f"vmas/{r['task']} {r['algorithm'].upper()}: ours {two_digits(r['ours_sps'])}, BenchMARL "
+            f"{two_digits(r['benchmarl_sps'])} ({r['ratio']:.0f}x)"
             for r in speed["rows"]
         )
         text += f" Env steps trained per second, each run alone on this machine ({speed['machine']}; `{speed['command']}`): {rates}."
