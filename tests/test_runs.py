@@ -468,7 +468,7 @@ def test_committed_checkpoints_resume_with_todays_code(path, tmp_path):
     [written] = (tmp_path / "runs").glob(f"*/{ckpt['script'].removesuffix('.py')}.pt")
     again = torch.load(written, map_location="cpu", weights_only=True)
     assert (again["global_step"], again["iteration"], len(again["evals"])) == (step, ckpt["iteration"], len(ckpt["evals"]))
-    columns = len(again["evals"][0])  # a run older than a column gets it as NaN
+    columns = len(again["evals"][0]) if again["evals"] else 0  # a run older than a column gets it as NaN
     history = [list(e) + [float("nan")] * (columns - len(e)) for e in ckpt["evals"]]
     np.testing.assert_array_equal(np.array(again["evals"], dtype=float), np.array(history, dtype=float))  # NaN == NaN
     for part in ("actor", "critic"):
