@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config) on the hard SMAX maps, run on a lent GPU machine (issue 50:
-# JAX on a GPU trains in minutes what takes this 2-core machine hours), the runs of MAPS x SEEDS at once, then our
-# greedy and sampled evaluations of their snapshots there; the results come back as one archive, unpacked here into
-# benchmark/results/smax_hard_10m_jaxmarl as `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips
-# those runs). Each run's JSON names the device and JAX version it ran on.
+# JAX on a GPU trains in minutes what takes this 2-core machine hours): one process per map of MAPS, its SEEDS vmapped
+# in one program (jaxmarl_baseline.py --seed 2 3), then our greedy and sampled evaluations of their snapshots there;
+# the results come back as one archive, unpacked here into benchmark/results/smax_hard_10m_jaxmarl as
+# `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips those runs). Each run's JSON names the
+# device and JAX version it ran on, and how many runs shared the GPU.
 #   bash benchmark/jaxmarl/device_runs.sh prepare    # here, once: .device/ (git-ignored): wheels for the GPU image's
 #                                                    # Python 3.12 (what it lacks of JaxMARL's needs), the JaxMARL
 #                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
-# Variables: MAPS (default 5m_vs_6m), SEEDS (default 2): one run per call, see below; TOTAL_TIMESTEPS (unset: the
+# Variables: MAPS (default 5m_vs_6m), SEEDS (default "2 3"): one map per call, see below; TOTAL_TIMESTEPS (unset: the
 # config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool
 # sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu: the snapshots' host
 # callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS (420) and
@@ -19,17 +20,18 @@
 # runs at most 10 minutes and a run cannot resume. Measured on an H200 (session 55; none of these runs came back, all
 # cut at 440 s or 228 s): alone, 5m_vs_6m reached its first update at 37 s, then took 0.39 s per update (its 610
 # updates: about 4.6 min); three at once (one per map, separate processes) 47-55 s, then 0.87 (5m_vs_6m), 0.96
-# (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all the time: the processes take
-# turns on it, so runs at once gain little (3 runs in ~12 min; one after another, at 5m_vs_6m's pace alone, ~14 min)
-# and miss the call's limit. Hence one run per call, at most two calls per lent session (15 minutes of device time,
-# the machine's start included; a second call must come within the 30 s it stays warm). Seeds vmapped in one program
-# would share the GPU's kernels instead, but the baseline's host callbacks under vmap hung on the CPU (jax 0.10.2, a
-# trial in session 55): not used. Tried here on the CPU with a Python 3.12 venv of the image's versions
-# (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS=1).
+# (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all the time: separate
+# processes take turns on it and miss the call's limit. Seeds vmapped in one program run in the same kernels instead
+# of taking turns; what that saves is not yet timed on a GPU: the first lent call, 5m_vs_6m seeds 2 and 3, tells
+# (its log's per-update wall times), and whether two seeds fit one call. With jax 0.10.2 the vmapped
+# baseline hung on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's docstring). At most
+# two calls per lent session (15 minutes of device time, the machine's start included; a second call must come
+# within the 30 s it stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
+# (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
-kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m} seeds=${SEEDS:-2}
+kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m} seeds=${SEEDS:-2 3}
 results=benchmark/results/smax_hard_10m_jaxmarl
 
 case ${1:-} in
@@ -51,27 +53,31 @@ case ${1:-} in
     : "${OUT:?OUT: the folder whose files come back}"
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda,cpu} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
-    work=/tmp/jaxmarl_runs && mkdir -p "$work/$results"
+    work=/tmp/jaxmarl_runs && rm -rf "$work" && mkdir -p "$work/$results"  # a warm machine keeps /tmp between calls
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no nvidia-smi: JAX_PLATFORMS=$JAX_PLATFORMS"
     extra=${TOTAL_TIMESTEPS:+--total-timesteps $TOTAL_TIMESTEPS}
     declare -A pids=() evals=()
-    for seed in $seeds; do
-      for map in $maps; do  # all at once (see above: one per call fits)
-        name=mappo_rnn_smax_${map}_seed$seed
-        # shellcheck disable=SC2086
-        timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
-          --baseline mappo_rnn_smax --map "$map" --seed "$seed" --snapshot-dir "$work/snapshots/$name" \
-          --out "$work/$name.json" $extra >"$work/$results/$name.log" 2>&1 &
-        pids[$name]=$!
-      done
+    for map in $maps; do  # one process per map, its seeds vmapped in one program (see above)
+      runs=mappo_rnn_smax_${map}_seed{seed}  # jaxmarl_baseline.py names each seed's files
+      # shellcheck disable=SC2086
+      timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
+        --baseline mappo_rnn_smax --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
+        --out "$work/$runs.json" $extra >"$work/$results/mappo_rnn_smax_$map.log" 2>&1 &
+      pids[$map]=$!
     done
-    finished=()  # a run cut short wrote its rows so far: only those that exit 0 count
-    for name in "${!pids[@]}"; do
-      if wait "${pids[$name]}"; then finished+=("$name"); else echo "failed or cut short: $name" | tee -a "$work/$results/$name.log"; fi
+    finished=()  # a run cut short wrote its rows so far: only those of a program that exits 0 count
+    for map in "${!pids[@]}"; do
+      status=0 && wait "${pids[$map]}" || status=$?
+      for seed in $seeds; do
+        name=mappo_rnn_smax_${map}_seed$seed
+        cat "$work/$results/mappo_rnn_smax_$map.log" >"$work/$results/$name.log"  # each run's log names its seeds
+        [ "$status" = 0 ] && finished+=("$name") || echo "failed or cut short: $name" | tee -a "$work/$results/$name.log"
+      done
+      rm "$work/$results/mappo_rnn_smax_$map.log"
     done
     for name in "${finished[@]}"; do  # how many shared the GPU, for the wall time's label; then our evaluations
       "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); d['meta']['runs_at_once'] = int(sys.argv[2])
-json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" "${#pids[@]}"
+json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@]} * $(wc -w <<<"$seeds") ))
       for mode in greedy sampled; do
         timeout "${EVAL_SECONDS:-120}" "$py" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$kit/jaxmarl-src" \
           --snapshot-dir "$work/snapshots/$name" --run-json "$work/$name.json" --every 10 --last 10 \

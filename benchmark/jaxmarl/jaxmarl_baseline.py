@@ -10,8 +10,16 @@ Nothing of JaxMARL is copied here: the baseline module is imported from a JaxMAR
 $JAXMARL_DIR), its default hydra config (the one its @hydra.main names) is composed with hydra's compose API plus
 the overrides given here, and the run is what the baseline's `main` does: `jax.jit(make_train(config))` called on
 `jax.random.PRNGKey(seed)`. The seed is --seed, else the one its main uses (config SEED; ippo_ff_hanabi's main has a
-fixed PRNGKey(50) and no SEED in its config). wandb is replaced: `wandb.init` is not called and `wandb.log`, which the
-baseline calls from a jax.experimental.io_callback once per update, appends a row to --out.
+fixed PRNGKey(50) and no SEED in its config). Several seeds (--seed 1 2 3) are that program vmapped over their keys,
+one run per seed in one jitted program, as JaxMARL's multi-seed baselines run theirs (each seed computes what it
+would alone, up to the order of floating-point sums in batched kernels; on a GPU the seeds share its kernels instead
+of taking turns); --out and --snapshot-dir then name each seed's files with {seed}. This needs jax >= 0.11 (the lent
+GPU image's 0.11.2): with jax 0.10.2 on the CPU the vmapped baseline hung whenever it held a host callback, so several
+seeds exit 2 there. Tried on this CPU with jax 0.11.2 (3m, 4 updates of 16,384 env steps, seeds 1 and 2): 110 s for
+both against 66 s for seed 2 alone; seed 2's first update gave its run alone's return (losses within 1e-6), the
+later ones drift apart as such differences grow (return 0.342 vmapped, 0.341 alone, at the fourth).
+wandb is replaced: `wandb.init` is not called and `wandb.log`, which the baseline calls from a
+jax.experimental.io_callback once per update, appends a row to --out.
 With --snapshot-dir (mappo_rnn_smax only), the module's `optax` is also swapped for a view of optax that appends a
 pass-through transform to the actor's optimiser chain, which saves the actor after every update (ActorSnapshots) for
 benchmark/jaxmarl/jaxmarl_greedy_eval.py; the training itself is unchanged (same returns with and without it).
@@ -82,6 +90,7 @@ import argparse
 import copy
 import csv
 import importlib
+import importlib.metadata
 import json
 import math
 import os
@@ -93,12 +102,18 @@ T0 = time.time()  # before the heavy imports (jax, the baseline): wall_time coun
 
 LOSS_KEYS = ("total_loss", "actor_loss", "value_loss", "entropy", "ratio", "approx_kl", "clip_frac", "ratio_0")
 FIELDS = ("update", "step", "logged_env_step", "wall_time", "win_rate", "episodic_return") + LOSS_KEYS
+SEED_AXIS = "seed"  # the vmapped axis of several seeds (jax.lax.axis_index names a seed's snapshots)
 # --baseline: (folder under baselines/, module, hydra config, the seed its main uses when --seed is not given)
 BASELINES = {
     "mappo_rnn_smax": ("MAPPO", "mappo_rnn_smax", "mappo_homogenous_rnn_smax", "SEED"),
     "ippo_ff_hanabi": ("IPPO", "ippo_ff_hanabi", "ippo_ff_hanabi", 50),
     "mappo_ff_hanabi": ("MAPPO", "mappo_ff_hanabi", "mappo_homogenous_ff_hanabi", "SEED"),
 }
+
+
+def jax_version() -> str:
+    """the installed jax's version, read without importing it"""
+    return importlib.metadata.version("jax")
 
 
 def parse_args(argv=None):
@@ -114,7 +129,14 @@ def parse_args(argv=None):
         help="exit after the last update that ends at or before this many env steps; TOTAL_TIMESTEPS, and so the\n"
         "learning-rate schedule, stays the config's (a budget cut short, not a shorter run)",
     )
-    p.add_argument("--seed", type=int, default=None, help="the PRNG seed (default: the one the baseline's main uses)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        nargs="+",
+        default=None,
+        help="the PRNG seed (default: the one the baseline's main uses); several: one run per seed, vmapped in one\n"
+        "jitted program, --out and --snapshot-dir holding {seed}",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
@@ -123,6 +145,16 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
+    if args.seed and len(args.seed) > 1:
+        if len(set(args.seed)) < len(args.seed):
+            p.error(f"--seed {' '.join(map(str, args.seed))}: a seed given twice")
+        if "{seed}" not in args.out or (args.snapshot_dir and "{seed}" not in args.snapshot_dir):
+            p.error("several seeds: --out and --snapshot-dir must hold {seed} (one file, one folder per seed)")
+        if args.stop_at_win_rate is not None or args.stop_at_step is not None:
+            p.error("--stop-at-win-rate and --stop-at-step end the process: one seed at a time")
+        if tuple(int(x) for x in jax_version().split(".")[:2]) < (0, 11):
+            why = "with jax 0.10.2 the vmapped baseline hung on its host callbacks"
+            p.error(f"several seeds in one program need jax >= 0.11 (this is {jax_version()}: {why}): one seed per process")
     if not args.baseline.endswith("_smax"):
         if args.snapshot_dir or args.stop_at_win_rate is not None:
             p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
@@ -144,8 +176,9 @@ def compose_config(baseline_dir, config_name, args):
 class Recorder:
     """Takes the baseline's wandb.log dicts (called from its io_callback, in update order) and writes rows."""
 
-    def __init__(self, args, config, seed, num_updates, batch_steps):
+    def __init__(self, args, config, seed, num_updates, batch_steps, out=None):
         self.args, self.config, self.num_updates, self.batch_steps = args, config, num_updates, batch_steps
+        self.out = out or args.out
         self.rows, self.reached, self.done = [], None, threading.Event()
         self.meta = dict(
             runner="benchmark/jaxmarl/jaxmarl_baseline.py",
@@ -161,10 +194,10 @@ class Recorder:
             reached=None,
             start_unix_time=T0,
         )
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        self.is_json = args.out.endswith(".json")
+        os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
+        self.is_json = self.out.endswith(".json")
         if not self.is_json:
-            self.csv_file = open(args.out, "w", newline="")
+            self.csv_file = open(self.out, "w", newline="")
             self.csv = csv.DictWriter(self.csv_file, fieldnames=FIELDS)
             self.csv.writeheader()
             self.csv_file.flush()
@@ -206,10 +239,10 @@ class Recorder:
 
     def write(self, row):
         if self.is_json:
-            tmp = self.args.out + ".tmp"
+            tmp = self.out + ".tmp"
             with open(tmp, "w") as f:
                 json.dump(dict(config=self.config, meta=self.meta, rows=self.rows), f, indent=1)
-            os.replace(tmp, self.args.out)
+            os.replace(tmp, self.out)
         else:
             self.csv.writerow(row)
             self.csv_file.flush()
@@ -232,6 +265,22 @@ class Recorder:
         sys.stderr.flush()
 
 
+class SeedRows:
+    """wandb.log for seeds vmapped in one program. vmap turns the baseline's (unordered) io_callback into a lax.map
+    over the seeds, so each update calls it once per seed, in seed order: the k-th call of an update is seed k's."""
+
+    def __init__(self, recorders):
+        self.recorders, self.calls, self.update_step = recorders, 0, None
+
+    def log(self, data, *unused_args, **unused_kwargs):
+        k = self.calls % len(self.recorders)
+        self.calls += 1
+        if k == 0:
+            self.update_step = int(data["env_step"])
+        assert int(data["env_step"]) == self.update_step, "the seeds' rows of one update came apart"
+        self.recorders[k].log(data)
+
+
 class ActorSnapshots:
     """Writes the actor's parameters after each update to --snapshot-dir (actor_UUUU.msgpack, and index.json with the
     update, env step and wall time of each), for benchmark/jaxmarl/jaxmarl_greedy_eval.py to evaluate afterwards.
@@ -246,14 +295,7 @@ class ActorSnapshots:
         os.makedirs(out_dir, exist_ok=True)
 
     def transform(self):
-        import jax
-        import optax
-
-        def update(updates, state, params=None):
-            jax.debug.callback(self.on_step, optax.apply_updates(params, updates), ordered=True)
-            return updates, state
-
-        return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+        return snapshot_transform([self])
 
     def on_step(self, params):
         from flax import serialization
@@ -273,6 +315,34 @@ class ActorSnapshots:
         with open(os.path.join(self.dir, "index.json.tmp"), "w") as f:
             json.dump(self.index, f, indent=1)
         os.replace(os.path.join(self.dir, "index.json.tmp"), os.path.join(self.dir, "index.json"))
+
+
+def snapshot_transform(snapshots, seed_axis=None):
+    """The pass-through optax transform of ActorSnapshots: an ordered jax.debug.callback hands each optimiser step's
+    parameters to snapshots[i], i the seed's index along the vmapped axis `seed_axis` (0 with one seed). Under vmap
+    the callback runs once per seed, each with its own index and parameters."""
+    import jax
+    import optax
+
+    def update(updates, state, params=None):
+        index = jax.lax.axis_index(seed_axis) if seed_axis else 0
+        jax.debug.callback(
+            lambda i, p: snapshots[int(i)].on_step(p), index, optax.apply_updates(params, updates), ordered=True
+        )
+        return updates, state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def ordered_debug_callback(callback, result_shape, *args, **unused_kwargs):
+    """Stands in for the baseline's `jax.experimental.io_callback(callback, None, metric)` when seeds are vmapped:
+    an ordered jax.debug.callback, which vmap unrolls into one call per seed, in seed order (what SeedRows needs)."""
+    import jax
+
+    import numpy as np
+
+    assert result_shape is None, "only callbacks that return nothing"
+    jax.debug.callback(lambda *host: callback(*jax.tree.map(np.asarray, host)), *args, ordered=True)
 
 
 def append_to_actor_chain(baseline, transform):
@@ -309,35 +379,50 @@ def main(argv=None):
 
     baseline = importlib.import_module(module)
     config = OmegaConf.to_container(cfg)
-    seed = args.seed if args.seed is not None else (config["SEED"] if main_seed == "SEED" else main_seed)
-    if "SEED" in config:  # make_train does not read it: the recorded config names the seed used
-        config["SEED"] = seed
+    seeds = args.seed or [config["SEED"] if main_seed == "SEED" else main_seed]
     batch_steps = int(config["NUM_ENVS"]) * int(config["NUM_STEPS"])
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])  # as make_train does
     if args.stop_at_step is not None and not batch_steps <= args.stop_at_step <= num_updates * batch_steps:
         sys.exit(f"error: --stop-at-step {args.stop_at_step} is not within one update ({batch_steps}) and the run's end")
-    print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seed {seed}", flush=True)
+    print(f"JaxMARL baseline {baseline.__file__}, jax {jax.__version__} on {jax.devices()}, seeds {seeds}", flush=True)
     print(f"config: {json.dumps(config)}", flush=True)
-    rec = Recorder(args, config, seed, num_updates, batch_steps)
-    rec.meta.update(device=jax.devices()[0].device_kind, jax_version=jax.__version__)  # "cpu" or the GPU's name
-    wandb.log = rec.log  # the baseline's callback looks up wandb.log at call time
+    recs = []
+    for seed in seeds:  # make_train does not read SEED: the recorded config names the seed used
+        seed_config = dict(config, SEED=seed) if "SEED" in config else config
+        recs.append(Recorder(args, seed_config, seed, num_updates, batch_steps, args.out.format(seed=seed)))
+        recs[-1].meta.update(device=jax.devices()[0].device_kind, jax_version=jax.__version__)  # "cpu" or the GPU
+        if len(seeds) > 1:
+            recs[-1].meta["seeds_in_program"] = seeds
+    wandb.log = recs[0].log if len(seeds) == 1 else SeedRows(recs).log  # the baseline looks it up at call time
+    if len(seeds) > 1:  # vmap makes the baseline's io_callback a lax.map, which hung on the CPU (jax 0.10.2); an
+        jax.experimental.io_callback = ordered_debug_callback  # ordered debug.callback, unrolled per seed, did not
     if args.snapshot_dir:
         from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
 
         num_actions = HeuristicEnemySMAX(scenario=map_name_to_scenario(args.map), **config["ENV_KWARGS"]).num_ally_actions
         steps_per_update = int(config["UPDATE_EPOCHS"]) * int(config["NUM_MINIBATCHES"])
-        snapshots = ActorSnapshots(args.snapshot_dir, steps_per_update, batch_steps, num_actions)
-        append_to_actor_chain(baseline, snapshots.transform())
+        snapshots = [
+            ActorSnapshots(args.snapshot_dir.format(seed=s), steps_per_update, batch_steps, num_actions) for s in seeds
+        ]
+        append_to_actor_chain(baseline, snapshot_transform(snapshots, SEED_AXIS if len(seeds) > 1 else None))
 
-    rec.meta["main_start_wall_time"] = round(time.time() - T0, 3)
-    print(f"imports and setup done at wall {rec.meta['main_start_wall_time']:.1f}s; tracing, compiling, training")
-    jax.jit(baseline.make_train(copy.deepcopy(config)))(jax.random.PRNGKey(seed))  # the baseline's main, less wandb
+    main_start = round(time.time() - T0, 3)
+    for rec in recs:
+        rec.meta["main_start_wall_time"] = main_start
+    print(f"imports and setup done at wall {main_start:.1f}s; tracing, compiling, training")
+    train = baseline.make_train(copy.deepcopy(config))
+    if len(seeds) == 1:  # the baseline's main, less wandb
+        jax.jit(train)(jax.random.PRNGKey(seeds[0]))
+    else:  # one run per seed: the same program vmapped over the seeds' keys
+        jax.jit(jax.vmap(train, axis_name=SEED_AXIS))(jax.numpy.stack([jax.random.PRNGKey(s) for s in seeds]))
     # Dispatch is asynchronous: wait for the scan (and its callbacks) to finish.
     jax.effects_barrier()
-    logged_all = rec.done.wait(timeout=600)
-    rec.finish()
+    logged_all = all([rec.done.wait(timeout=600) for rec in recs])
+    for rec in recs:
+        rec.finish()
     if not logged_all:
-        sys.exit(f"error: only {len(rec.rows)} of {num_updates} updates were logged")
+        counts = ", ".join(f"seed {rec.meta['seed']}: {len(rec.rows)}" for rec in recs)
+        sys.exit(f"error: not all {num_updates} updates were logged ({counts})")
 
 
 if __name__ == "__main__":
