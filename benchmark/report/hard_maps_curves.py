@@ -22,7 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import BAND, load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-OURS = {"smax_hard_10m_paper": "paper", "smax_hard_10m_table2": "Table 2", "smax_hard_10m_ent0": "ent0 ablation"}
+OURS = {
+    "smax_hard_10m_paper": "paper",
+    "smax_hard_10m_table2": "Table 2",
+    "smax_hard_10m_ent0": "ent0 ablation",
+    "smax_hard_10m_clip005": "clip 0.05 ablation",
+}
 SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}
 
 

@@ -88,6 +88,11 @@ SMAX_SETTINGS = {
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_table2": ("mappo_rnn.py", "Async MAPPO Table 2: 60 envs, 10 epochs", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_ent0": ("mappo_rnn.py", "ablation: paper, --ent-coef 0 (as JaxMARL, Mava)", "2-core CPU, 2 runs at once"),
+    "smax_hard_10m_clip005": (
+        "mappo_rnn.py",
+        "ablation: paper, --clip-coef 0.05 (the authors' 5m_vs_6m script)",
+        "2-core CPU, 2 runs at once",
+    ),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
 }
 
