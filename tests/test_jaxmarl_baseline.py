@@ -174,10 +174,14 @@ def toy_train(tx, log, steps_per_update=2, updates=3):
     return train
 
 
-def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path):
+@pytest.mark.parametrize("callback", ["io_callback", "ordered_debug_callback"])
+def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path, monkeypatch, callback):
     """--seed 1 2 3 runs the baseline's program vmapped over the seeds' keys: each seed's rows (routed by SeedRows)
-    and actor snapshots (routed by the seed's index on the vmapped axis) are those of that seed's run alone."""
+    and actor snapshots (routed by the seed's index on the vmapped axis) are those of that seed's run alone; with the
+    baseline's io_callback, and with the ordered debug callback that main puts in its place for several seeds."""
     runner = load_runner()
+    if callback == "ordered_debug_callback":  # for the vmapped run only (main keeps io_callback for one seed)
+        monkeypatch.setattr(jax.experimental, "io_callback", runner.ordered_debug_callback)
     runner.jax_version = lambda: "0.11.2"  # the toy runs on jax 0.10.2 too; the real baseline needs 0.11
     seeds, sizes = (1, 2, 3), dict(steps_per_update=2, batch_steps=100, num_actions=3)
     argv = ["--jaxmarl-dir", str(tmp_path), "--seed", *map(str, seeds), "--snapshot-dir", str(tmp_path / "vmap_{seed}")]
@@ -188,6 +192,7 @@ def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path):
     train = toy_train(tx, runner.SeedRows(recs).log)
     jax.jit(jax.vmap(train, axis_name=runner.SEED_AXIS))(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
     jax.effects_barrier()
+    monkeypatch.undo()
 
     finals = []
     for seed in seeds:  # alone

@@ -23,10 +23,10 @@
 # (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all the time: separate
 # processes take turns on it and miss the call's limit. Seeds vmapped in one program run in the same kernels instead
 # of taking turns; what that saves is not yet timed on a GPU: the first lent call, 5m_vs_6m seeds 2 and 3, tells
-# (its log's per-update wall times), and whether two seeds fit one call. With jax 0.10.2 the vmapped
-# baseline hung on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's docstring). At most
-# two calls per lent session (15 minutes of device time, the machine's start included; a second call must come
-# within the 30 s it stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
+# (its log's per-update wall times), and whether two seeds fit one call. With jax 0.10.2 the vmapped baseline hung
+# on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's docstring). At most two calls per
+# lent session (15 minutes of device time, the machine's start included; a second call must come within the 30 s it
+# stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
 # (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
@@ -62,7 +62,7 @@ case ${1:-} in
       # shellcheck disable=SC2086
       timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
         --baseline mappo_rnn_smax --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
-        --out "$work/$runs.json" $extra >"$work/$results/mappo_rnn_smax_$map.log" 2>&1 &
+        --out "$work/$runs.json" $extra >"$work/mappo_rnn_smax_$map.log" 2>&1 &
       pids[$map]=$!
     done
     finished=()  # a run cut short wrote its rows so far: only those of a program that exits 0 count
@@ -70,10 +70,9 @@ case ${1:-} in
       status=0 && wait "${pids[$map]}" || status=$?
       for seed in $seeds; do
         name=mappo_rnn_smax_${map}_seed$seed
-        cat "$work/$results/mappo_rnn_smax_$map.log" >"$work/$results/$name.log"  # each run's log names its seeds
+        cp "$work/mappo_rnn_smax_$map.log" "$work/$results/$name.log"  # the program's log (it names its seeds)
         [ "$status" = 0 ] && finished+=("$name") || echo "failed or cut short: $name" | tee -a "$work/$results/$name.log"
       done
-      rm "$work/$results/mappo_rnn_smax_$map.log"
     done
     for name in "${finished[@]}"; do  # how many shared the GPU, for the wall time's label; then our evaluations
       "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); d['meta']['runs_at_once'] = int(sys.argv[2])
