@@ -174,14 +174,11 @@ def toy_train(tx, log, steps_per_update=2, updates=3):
     return train
 
 
-@pytest.mark.parametrize("callback", ["io_callback", "ordered_debug_callback"])
-def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path, monkeypatch, callback):
-    """--seed 1 2 3 runs the baseline's program vmapped over the seeds' keys: each seed's rows (routed by SeedRows)
-    and actor snapshots (routed by the seed's index on the vmapped axis) are those of that seed's run alone; with the
-    baseline's io_callback, and with the ordered debug callback that main puts in its place for several seeds."""
+def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path, monkeypatch):
+    """--seed 1 2 3 runs the baseline's program vmapped over the seeds' keys: each seed's rows (SeedRows' io_callback in
+    place of the baseline's, as main puts it) and actor snapshots, both routed by the seed's index on the vmapped
+    axis, are those of that seed's run alone."""
     runner = load_runner()
-    if callback == "ordered_debug_callback":  # for the vmapped run only (main keeps io_callback for one seed)
-        monkeypatch.setattr(jax.experimental, "io_callback", runner.ordered_debug_callback)
     runner.jax_version = lambda: "0.11.2"  # the toy runs on jax 0.10.2 too; the real baseline needs 0.11
     seeds, sizes = (1, 2, 3), dict(steps_per_update=2, batch_steps=100, num_actions=3)
     argv = ["--jaxmarl-dir", str(tmp_path), "--seed", *map(str, seeds), "--snapshot-dir", str(tmp_path / "vmap_{seed}")]
@@ -189,7 +186,9 @@ def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path, monk
     recs = [runner.Recorder(args, {}, s, 3, 100, args.out.format(seed=s)) for s in seeds]
     snaps = [runner.ActorSnapshots(args.snapshot_dir.format(seed=s), **sizes) for s in seeds]
     tx = optax.chain(optax.adam(0.1), runner.snapshot_transform(snaps, runner.SEED_AXIS))
-    train = toy_train(tx, runner.SeedRows(recs).log)
+    rows = runner.SeedRows(recs)
+    monkeypatch.setattr(jax.experimental, "io_callback", rows.io_callback)
+    train = toy_train(tx, rows.log)
     jax.jit(jax.vmap(train, axis_name=runner.SEED_AXIS))(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
     jax.effects_barrier()
     monkeypatch.undo()
@@ -214,6 +213,17 @@ def test_vmapped_seeds_get_the_rows_and_snapshots_each_gets_alone(tmp_path, monk
                 np.testing.assert_allclose(a, b, rtol=1e-5)
         finals.append(rec.rows[-1]["episodic_return"])
     assert len(set(finals)) == 3  # the seeds differ, so a seed's rows or snapshots sent to another would show
+
+
+def test_seed_rows_refuse_a_row_from_outside_their_callback(tmp_path):
+    """A row that reaches SeedRows.log without its io_callback (the baseline logging some other way) has no seed
+    index: refused, not sent to whichever seed's turn it might be."""
+    runner = load_runner()
+    runner.jax_version = lambda: "0.11.2"
+    args = runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--seed", "1", "2", "--out", str(tmp_path / "x_{seed}.json")])
+    rows = runner.SeedRows([runner.Recorder(args, {}, s, 3, 100, args.out.format(seed=s)) for s in (1, 2)])
+    with pytest.raises(AssertionError, match="whose seed"):
+        rows.log({"env_step": 0, "returns": 1.0})
 
 
 @pytest.mark.parametrize(

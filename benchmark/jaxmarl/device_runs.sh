@@ -50,7 +50,7 @@ case ${1:-} in
     python3 -m pip wheel -q --no-deps -w "$kit/whl" antlr4-python3-runtime==4.9.3  # a source release only
     du -sh "$kit" ;;
   run)
-    : "${OUT:?OUT: the folder whose files come back}"
+    : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda,cpu} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
     work=/tmp/jaxmarl_runs && rm -rf "$work" && mkdir -p "$work/$results"  # a warm machine keeps /tmp between calls

@@ -102,7 +102,7 @@ T0 = time.time()  # before the heavy imports (jax, the baseline): wall_time coun
 
 LOSS_KEYS = ("total_loss", "actor_loss", "value_loss", "entropy", "ratio", "approx_kl", "clip_frac", "ratio_0")
 FIELDS = ("update", "step", "logged_env_step", "wall_time", "win_rate", "episodic_return") + LOSS_KEYS
-SEED_AXIS = "seed"  # the vmapped axis of several seeds (jax.lax.axis_index names a seed's snapshots)
+SEED_AXIS = "seed"  # the vmapped axis of several seeds (jax.lax.axis_index names a seed's rows and snapshots)
 # --baseline: (folder under baselines/, module, hydra config, the seed its main uses when --seed is not given)
 BASELINES = {
     "mappo_rnn_smax": ("MAPPO", "mappo_rnn_smax", "mappo_homogenous_rnn_smax", "SEED"),
@@ -266,19 +266,33 @@ class Recorder:
 
 
 class SeedRows:
-    """wandb.log for seeds vmapped in one program. vmap turns the baseline's (unordered) io_callback into a lax.map
-    over the seeds, so each update calls it once per seed, in seed order: the k-th call of an update is seed k's."""
+    """wandb.log and io_callback for seeds vmapped in one program. Its io_callback stands in for the baseline's
+    `jax.experimental.io_callback(callback, None, metric)`: an ordered jax.debug.callback (vmap unrolls it into one
+    call per seed) that also hands over the seed's index on the vmapped axis, so the row the baseline's callback then
+    logs goes to that seed's Recorder, as ActorSnapshots' parameters go to that seed's folder."""
 
     def __init__(self, recorders):
-        self.recorders, self.calls, self.update_step = recorders, 0, None
+        self.recorders, self.seed_index = recorders, None
+
+    def io_callback(self, callback, result_shape, *args, **unused_kwargs):
+        import jax
+
+        import numpy as np
+
+        assert result_shape is None, "only callbacks that return nothing"
+
+        def on_host(index, *host):
+            self.seed_index = int(index)
+            try:
+                callback(*jax.tree.map(np.asarray, host))
+            finally:
+                self.seed_index = None
+
+        jax.debug.callback(on_host, jax.lax.axis_index(SEED_AXIS), *args, ordered=True)
 
     def log(self, data, *unused_args, **unused_kwargs):
-        k = self.calls % len(self.recorders)
-        self.calls += 1
-        if k == 0:
-            self.update_step = int(data["env_step"])
-        assert int(data["env_step"]) == self.update_step, "the seeds' rows of one update came apart"
-        self.recorders[k].log(data)
+        assert self.seed_index is not None, "a row logged outside SeedRows.io_callback: whose seed is it?"
+        self.recorders[self.seed_index].log(data)
 
 
 class ActorSnapshots:
@@ -334,17 +348,6 @@ def snapshot_transform(snapshots, seed_axis=None):
     return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
-def ordered_debug_callback(callback, result_shape, *args, **unused_kwargs):
-    """Stands in for the baseline's `jax.experimental.io_callback(callback, None, metric)` when seeds are vmapped:
-    an ordered jax.debug.callback, which vmap unrolls into one call per seed, in seed order (what SeedRows needs)."""
-    import jax
-
-    import numpy as np
-
-    assert result_shape is None, "only callbacks that return nothing"
-    jax.debug.callback(lambda *host: callback(*jax.tree.map(np.asarray, host)), *args, ordered=True)
-
-
 def append_to_actor_chain(baseline, transform):
     """Replaces the baseline module's `optax` with a view of optax whose chain() appends `transform` to the first chain
     built (make_train builds the actor's optimiser, then the critic's; ActorSnapshots checks which one it got)."""
@@ -393,9 +396,11 @@ def main(argv=None):
         recs[-1].meta.update(device=jax.devices()[0].device_kind, jax_version=jax.__version__)  # "cpu" or the GPU
         if len(seeds) > 1:
             recs[-1].meta["seeds_in_program"] = seeds
-    wandb.log = recs[0].log if len(seeds) == 1 else SeedRows(recs).log  # the baseline looks it up at call time
-    if len(seeds) > 1:  # vmap makes the baseline's io_callback a lax.map, which hung on the CPU (jax 0.10.2); an
-        jax.experimental.io_callback = ordered_debug_callback  # ordered debug.callback, unrolled per seed, did not
+    if len(seeds) == 1:
+        wandb.log = recs[0].log  # the baseline looks both up at call time
+    else:  # vmap would make the baseline's io_callback a lax.map over the seeds (which hung on the CPU, jax 0.10.2)
+        rows = SeedRows(recs)
+        wandb.log, jax.experimental.io_callback = rows.log, rows.io_callback
     if args.snapshot_dir:
         from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
 
