@@ -582,7 +582,9 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
         for row in rows[2::3]:
             row["eval_return"] = late if row["step"] > 92160 else -20.0
         rows[-1].update(train_return=100.0, eval_return=100.0)  # frame 105,600, past the window: never read
-        (tmp_path / f"vmas_benchmarl/navigation_mappo_seed{seed}.json").write_text(json.dumps(dict(meta={}, rows=rows)))
+        (tmp_path / f"vmas_benchmarl/navigation_mappo_seed{seed}.json.gz").write_bytes(
+            gzip.compress(json.dumps(dict(meta={}, rows=rows)).encode())
+        )
     vmas_compare.main(["--results", str(tmp_path)])
     result = json.loads((tmp_path / "vmas_compare/compare.json").read_text())
     assert result["window"] == [pytest.approx(0.9 * 102400), 102400]

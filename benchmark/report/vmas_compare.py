@@ -6,7 +6,7 @@ return (the episodes that ended in the rollouts), then the mean over seeds; and 
     python benchmark/report/vmas_compare.py   # after bash benchmark/vmas.sh and bash benchmark/vmas.sh benchmarl
 
 Reads benchmark/results/vmas_{mappo,ippo} (as summarize.py reads them: finished runs only) and
-benchmark/results/vmas_benchmarl/<task>_<algorithm>_seed<N>.json (benchmark/benchmarl/benchmarl_baseline.py's rows);
+benchmark/results/vmas_benchmarl/<task>_<algorithm>_seed<N>.json.gz (benchmark/benchmarl/benchmarl_baseline.py's rows);
 writes benchmark/results/vmas_compare/compare.json and curves.png. The window is the last 10 % of the budget (ours
 evaluate after every update of 6,000 env steps, 32 episodes; BenchMARL every 120,000 frames, 10 episodes), the
 budget the smallest of all runs'. A side with no finished run is left out.
@@ -14,6 +14,7 @@ budget the smallest of all runs'. A side with no finished run is left out.
 
 import argparse
 import glob
+import gzip
 import json
 import os
 import re
@@ -42,14 +43,14 @@ def ours(folder: str) -> dict:
 
 
 def benchmarl(folder: str) -> dict:
-    """The same for BenchMARL's runs (<task>_<algorithm>_seed<N>.json)"""
+    """The same for BenchMARL's runs (<task>_<algorithm>_seed<N>.json.gz)"""
     out = {}
-    for path in sorted(glob.glob(os.path.join(folder, "*_seed*.json"))):
-        match = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)\.json", os.path.basename(path))
+    for path in sorted(glob.glob(os.path.join(folder, "*_seed*.json.gz"))):
+        match = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)\.json\.gz", os.path.basename(path))
         if match is None:  # not a run of benchmark/vmas.sh
             continue
         task, algorithm, seed = match.groups()
-        with open(path) as f:
+        with gzip.open(path, "rt") as f:
             rows = json.load(f)["rows"]
         run = dict(seed=int(seed), budget=rows[-1]["step"])
         run["eval"] = [(r["step"], r["eval_return"]) for r in rows if "eval_return" in r]
