@@ -283,6 +283,22 @@ def test_throughput_rows_of_envs_not_measured_again_stay(tmp_path):
     assert merged == [dict(env_id="3m", sps=4.0), dict(env_id="smaclite/2s3z", sps=2.0), dict(env_id="hanabi", sps=3.0)]
 
 
+def test_hard_map_sps_times_mappo_rnn_with_the_maps_preset_batch(tmp_path):
+    """benchmark/measure/hard_map_sps.py trains mappo_rnn.py (its preset for the map: the batch of the paper setting)
+    for a few iterations, evaluation off, and records its steady SPS and a 10M run's hours; other maps' rows stay."""
+    import hard_map_sps
+    import mappo_rnn
+
+    out = tmp_path / "hard_map_sps.json"
+    out.write_text(json.dumps([dict(env_id="27m_vs_30m", sps=200.0)]))
+    hard_map_sps.main(["--env-ids", "3m", "--iterations", "2", "--out", str(out)])
+    old, row = json.loads(out.read_text())
+    args, _ = mappo_rnn.parse_args(["--env-id", "3m"])
+    assert old == dict(env_id="27m_vs_30m", sps=200.0) and (row["env_id"], row["script"]) == ("3m", "mappo_rnn.py")
+    assert row["batch"] == args.num_envs * args.num_steps and row["iterations"] == 2 and 10 < row["sps"] < 1e6
+    assert row["hours_per_10m"] == pytest.approx(1e7 / row["sps"] / 3600)
+
+
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     """update_readme's Hanabi table: ours from summarize.py's summary (median of the last 10 rollouts' training
     scores), JaxMARL's from benchmark/jaxmarl/jaxmarl_baseline.py's rows (the last update's), seeds in order"""
@@ -410,6 +426,32 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert [r[3] for r in rows[:2]] == ["2", "1"] and rows[1][5:8] == ["25", "25", "25"]
     assert rows[1][8] == "0.0 h (NVIDIA H100 80GB HBM3, 9 runs at once) |"
+
+
+def test_hard_map_table_reports_a_map_not_run_with_its_measured_cost(results, tmp_path, monkeypatch):
+    """A hard map measured by benchmark/measure/hard_map_sps.py with no paper-setting runs of ours (27m_vs_30m, for the
+    lack of a GPU machine) gets a row that says so, with its SPS and the hours of a 10M run at two significant digits,
+    then Mava's row; a map with runs gets none, and the easy-map table never shows it."""
+    import update_readme
+
+    shutil.copy(ROOT / "benchmark/results/anchors.json", tmp_path)
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    (tmp_path / "smax_10m_mappo").mkdir()
+    shutil.copy(results / "summary.json", tmp_path / "smax_10m_mappo")
+    (tmp_path / "smax_hard_10m_paper").mkdir()
+    shutil.copy(results / "summary.json", tmp_path / "smax_hard_10m_paper")
+    measured = [dict(env_id=e, script="mappo_rnn.py", setting="paper (Table 12)", sps=sps, hours_per_10m=1e7 / sps / 3600)
+                for e, sps in (("27m_vs_30m", 213.4), ("2s3z", 1234.0))]  # fmt: skip
+    for row in measured:
+        row.update(machine="2-core CPU (x86_64)")
+    (tmp_path / "hard_map_sps.json").write_text(json.dumps(measured))
+    table = update_readme.smax_10m("smax_hard_10m_paper").splitlines()
+    rows = [line.split(" | ") for line in table if line.startswith("| 27m_vs_30m |")]
+    assert rows[0][1:8] == ["mappo_rnn.py, paper (Table 12)", "jaxmarl 0.2.0", "-", "not run", "-", "-", "-"]
+    assert rows[0][8] == "~13 h at 210 env steps/s, evaluation off (2-core CPU (x86_64), alone) |"  # 13.02 h
+    assert len(rows) == 2 and rows[1][1] == "Mava rec-MAPPO, tuned per map (published plot)" and rows[1][6] == "~79"
+    assert not any("not run" in line for line in table if line.startswith("| 2s3z |"))  # it has runs
+    assert "27m_vs_30m" not in update_readme.smax_10m("smax_10m_mappo")
 
 
 # every family that summarize.py summarises from kept/ histories: each README table and figure read from its summary.json

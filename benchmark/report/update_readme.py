@@ -153,8 +153,19 @@ def smax_10m(*folders: str) -> str:
         "| training episodes % | wall time per run (machine) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for env in sorted(ours):
-        for folder, r in ours[env]:
+    sps_file = os.path.join(RESULTS, "hard_map_sps.json")  # benchmark/measure/hard_map_sps.py
+    measured = load("hard_map_sps.json") if "smax_hard_10m_paper" in folders and os.path.exists(sps_file) else []
+    paper_maps = {env for env, rs in ours.items() if any(folder == "smax_hard_10m_paper" for folder, _ in rs)}
+    not_run = {r["env_id"]: r for r in measured if r["env_id"] not in paper_maps}
+    for env in sorted({*ours, *not_run}):
+        if env in not_run:  # what a run would cost: one timing, two significant digits
+            r = not_run[env]
+            sps, hours = (float(f"{x:.2g}") for x in (r["sps"], r["hours_per_10m"]))
+            out.append(
+                f"| {env} | {r['script']}, {r['setting']} | {SMAX_VERSION} | - | not run | - | - | - | ~{hours:g} h at "
+                f"{sps:,.0f} env steps/s, evaluation off ({r['machine']}, alone) |"
+            )
+        for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
             hours = f"{np.median(r['wall_time']) / 3600:.1f} h ({r.get('machine') or machine})"
             out.append(
