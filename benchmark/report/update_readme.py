@@ -153,8 +153,9 @@ def smax_10m(*folders: str) -> str:
         "| training episodes % | wall time per run (machine) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    sps_file = os.path.join(RESULTS, "hard_map_sps.json")  # benchmark/measure/hard_map_sps.py
-    measured = load("hard_map_sps.json") if "smax_hard_10m_paper" in folders and os.path.exists(sps_file) else []
+    measured = []  # benchmark/measure/hard_map_sps.py: what a run of a map costs here
+    if "smax_hard_10m_paper" in folders and os.path.exists(os.path.join(RESULTS, "hard_map_sps.json")):
+        measured = load("hard_map_sps.json")
     paper_maps = {env for env, rs in ours.items() if any(folder == "smax_hard_10m_paper" for folder, _ in rs)}
     not_run = {r["env_id"]: r for r in measured if r["env_id"] not in paper_maps}
     for env in sorted({*ours, *not_run}):
