@@ -416,7 +416,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         "50, 25",
         "50, 25",
     ]
-    assert rows[0][8] == "0.0 h (2-core CPU, beside our runs) |"
+    assert rows[0][8] == "2.5 min (2-core CPU, beside our runs) |"
     # a run of benchmark/jaxmarl/device_runs.sh on a lent GPU: a row of its own that names the GPU
     name = "mappo_rnn_smax_2s3z_seed3"
     with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:
@@ -425,7 +425,8 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         (jaxmarl / f"{name}_{mode}.json").write_text(json.dumps(dict(rows=rows_)))
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert [r[3] for r in rows[:2]] == ["2", "1"] and rows[1][5:8] == ["25", "25", "25"]
-    assert rows[1][8] == "0.0 h (NVIDIA H100 80GB HBM3, 9 runs at once) |"
+    assert rows[1][8] == "2.5 min (NVIDIA H100 80GB HBM3, 9 runs at once) |"
+    assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 
 def test_hard_map_table_reports_a_map_not_run_with_its_measured_cost(results, tmp_path, monkeypatch):

@@ -123,9 +123,15 @@ def jaxmarl_smax(folder: str) -> list[dict]:
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
-        row.update(machine=None if device == "cpu" else f"{device}, {at_once} runs at once")  # None: the folder's machine
+        shared = "alone" if at_once == 1 else f"{at_once} runs at once"
+        row.update(machine=None if device == "cpu" else f"{device}, {shared}")  # None: the folder's machine
         rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
     return rows
+
+
+def duration(seconds) -> str:
+    """A run's wall time: in hours (one decimal), or in minutes (two significant digits) under an hour"""
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{float(f'{seconds / 60:.2g}'):g} min"
 
 
 def percents(values) -> str:
@@ -168,7 +174,7 @@ def smax_10m(*folders: str) -> str:
             )
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
-            hours = f"{np.median(r['wall_time']) / 3600:.1f} h ({r.get('machine') or machine})"
+            hours = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine})"
             out.append(
                 f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
