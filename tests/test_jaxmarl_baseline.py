@@ -77,7 +77,25 @@ def test_snapshots_are_the_params_each_update_ends_with(tmp_path):
 def test_snapshots_refuse_params_that_are_not_the_actors(tmp_path):
     snaps = load_runner().ActorSnapshots(str(tmp_path), steps_per_update=2, batch_steps=100, num_actions=3)
     with pytest.raises(AssertionError, match="not the actor's parameters"):
-        snaps.on_step(jax.tree.map(np.asarray, net_params(1)))
+        snaps.on_step(1, jax.tree.map(np.asarray, net_params(1)))
+
+
+def test_snapshots_arriving_out_of_order_keep_their_update(tmp_path):
+    """The transform's callback is unordered: each step's parameters carry the step's number, so an update's
+    snapshot is the parameters its last step left, whatever the order they reach the host in."""
+    snaps = load_runner().ActorSnapshots(str(tmp_path), steps_per_update=2, batch_steps=100, num_actions=3)
+    params = {n: jax.tree.map(lambda x, n=n: np.asarray(x) + n, net_params(3)) for n in range(4)}
+    for step in (3, 0, 2, 1):
+        snaps.on_step(step, params[step])
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert [(r["update"], r["step"], r["file"]) for r in index] == [
+        (0, 100, "actor_0000.msgpack"),
+        (1, 200, "actor_0001.msgpack"),
+    ]
+    for row, step in zip(index, (1, 3)):
+        saved = serialization.msgpack_restore((tmp_path / row["file"]).read_bytes())
+        for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(params[step])):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_rows_of_a_hanabi_baseline(tmp_path):
@@ -255,3 +273,34 @@ def test_several_seeds_need_jax_0_11(tmp_path, capsys):
             assert exit_info.value.code == 2 and "need jax >= 0.11" in capsys.readouterr().err
         else:
             assert runner.parse_args(argv + seeds).seed == [int(s) for s in seeds]
+
+
+def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
+    """device_runs.sh run with MAPS and SEEDS unset runs one run, the first of the hard maps' seeds 1-3 not yet in the
+    results folder (the GPU fits one 10M run per call); with none missing it runs nothing and says so."""
+    import shutil
+    import subprocess
+
+    script = tmp_path / "benchmark" / "jaxmarl" / "device_runs.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    results = tmp_path / "benchmark" / "results" / "smax_hard_10m_jaxmarl"
+    results.mkdir(parents=True)
+    fake = tmp_path / "python"  # pip succeeds; the baseline records its arguments and fails, so nothing is evaluated
+    fake.write_text('#!/bin/sh\n[ "$2" = pip ] && exit 0\necho "$@" >>"$ARGS_LOG"\nexit 3\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(fake), OUT=str(tmp_path / "out"), ARGS_LOG=str(tmp_path / "args"), RUN_SECONDS="20")
+    env.pop("MAPS", None), env.pop("SEEDS", None)
+    run = lambda: subprocess.run(["bash", str(script), "run"], env=env, capture_output=True, text=True)  # noqa: E731
+    done = [("5m_vs_6m", 1), ("5m_vs_6m", 2), ("5m_vs_6m", 3), ("3s5z_vs_3s6z", 1), ("3s5z_vs_3s6z", 3)]
+    for map_, seed in done:
+        (results / f"mappo_rnn_smax_{map_}_seed{seed}.json.gz").write_bytes(b"")
+    out = run()
+    assert "running 3s5z_vs_3s6z, seeds 2" in out.stdout, out.stderr
+    baseline_args = (tmp_path / "args").read_text().split()
+    assert baseline_args[baseline_args.index("--map") + 1 :][:3] == ["3s5z_vs_3s6z", "--seed", "2"]
+    assert "failed or cut short: mappo_rnn_smax_3s5z_vs_3s6z_seed2" in out.stdout
+    for map_, seed in [("3s5z_vs_3s6z", 2)] + [("10m_vs_11m", s) for s in (1, 2, 3)]:
+        (results / f"mappo_rnn_smax_{map_}_seed{seed}.json.gz").write_bytes(b"")
+    out = run()
+    assert out.returncode == 2 and "nothing to run" in out.stderr

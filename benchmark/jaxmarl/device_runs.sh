@@ -1,38 +1,46 @@
 #!/usr/bin/env bash
 # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config) on the hard SMAX maps, run on a lent GPU machine (issue 50:
 # JAX on a GPU trains in minutes what takes this 2-core machine hours): one process per map of MAPS, its SEEDS vmapped
-# in one program (jaxmarl_baseline.py --seed 2 3), then our greedy and sampled evaluations of their snapshots there;
-# the results come back as one archive, unpacked here into benchmark/results/smax_hard_10m_jaxmarl as
-# `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips those runs). Each run's JSON names the
-# device and JAX version it ran on, and how many runs shared the GPU.
+# in one program (jaxmarl_baseline.py --seed 2 3; by default one run alone, see below), then our greedy and sampled
+# evaluations of their snapshots there; the results come back as one archive, unpacked here into
+# benchmark/results/smax_hard_10m_jaxmarl as `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips
+# those runs). Each run's JSON names the device and JAX version it ran on, and how many runs shared the GPU.
 #   bash benchmark/jaxmarl/device_runs.sh prepare    # here, once: .device/ (git-ignored): wheels for the GPU image's
 #                                                    # Python 3.12 (what it lacks of JaxMARL's needs), the JaxMARL
 #                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
-# Variables: MAPS (default 5m_vs_6m), SEEDS (default "2 3"): one map per call, see below; TOTAL_TIMESTEPS (unset: the
-# config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the archive goes; the device tool
-# sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu: the snapshots' host
-# callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS (420) and
-# EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the archive is
-# written within the call's 10 minutes.
-# The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax, chex, numpy (here: jax 0.10.2). A device call
-# runs at most 10 minutes and a run cannot resume. Measured on an H200 (session 55; none of these runs came back, all
-# cut at 440 s or 228 s): alone, 5m_vs_6m reached its first update at 37 s, then took 0.39 s per update (its 610
-# updates: about 4.6 min); three at once (one per map, separate processes) 47-55 s, then 0.87 (5m_vs_6m), 0.96
-# (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all the time: separate
-# processes take turns on it and miss the call's limit. Seeds vmapped in one program run in the same kernels instead
-# of taking turns; what that saves is not yet timed on a GPU: the first lent call, 5m_vs_6m seeds 2 and 3, tells
-# (its log's per-update wall times), and whether two seeds fit one call. With jax 0.10.2 the vmapped baseline hung
-# on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's docstring). At most two calls per
-# lent session (15 minutes of device time, the machine's start included; a second call must come within the 30 s it
-# stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
+# Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
+# TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
+# archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
+# the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
+# (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the
+# archive is written within the call's 10 minutes. The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax,
+# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. Measured on an H200
+# (session 55; none of these runs came back, all cut at 440 s or 228 s): alone, 5m_vs_6m reached its first update at 37
+# s, then took 0.39 s per update (its 610 updates: about 4.6 min); three at once (one per map, separate processes) 47-55
+# s, then 0.87 (5m_vs_6m), 0.96 (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all
+# the time: separate processes take turns on it and miss the call's limit. Session 58 (H200): 5m_vs_6m seed 2, then seed
+# 3, alone, each came back in one call: first update at 40 s, then ~0.36 s per update, 284 s and 282 s in all, our two
+# evaluations within the same minute. Seeds 2 and 3 vmapped in one program made XLA's GPU compiler abort at once (the
+# snapshots' ordered callback; unordered since, jaxmarl_baseline.py's snapshot_transform): a trial of 8 updates then
+# ran, ~1.0 s per update for both seeds while beside another run, so not yet shown to beat one seed per call. With jax
+# 0.10.2 the vmapped baseline hung on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's
+# docstring). Two calls per lent session (15 minutes of device time, the machine's start included, ~45 s; a second call
+# must come within the 30 s it stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
 # (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
-kit=.device py=${PYTHON:-python3} maps=${MAPS:-5m_vs_6m} seeds=${SEEDS:-2 3}
+kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 results=benchmark/results/smax_hard_10m_jaxmarl
+if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
+  for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do
+    for seed in 1 2 3; do
+      [ -n "$maps" ] || [ -e "$results/mappo_rnn_smax_${map}_seed$seed.json.gz" ] || maps=$map seeds=$seed
+    done
+  done
+fi
 
 case ${1:-} in
   prepare)
@@ -51,6 +59,8 @@ case ${1:-} in
     du -sh "$kit" ;;
   run)
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
+    [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
+    echo "running $maps, seeds $seeds"
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda,cpu} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
     work=/tmp/jaxmarl_runs && rm -rf "$work" && mkdir -p "$work/$results"  # a warm machine keeps /tmp between calls

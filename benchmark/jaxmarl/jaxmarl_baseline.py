@@ -301,7 +301,7 @@ class ActorSnapshots:
 
     The parameters live inside the baseline's one jitted scan. A pass-through optax transform appended to the actor's
     optimiser chain sees them at every optimiser step: it hands params + updates (the parameters that step leaves)
-    to the host through an ordered jax.debug.callback, and the host keeps those of every update's last step."""
+    to the host with the step's number, and the host keeps those of every update's last step."""
 
     def __init__(self, out_dir, steps_per_update, batch_steps, num_actions):
         self.dir, self.steps_per_update, self.batch_steps = out_dir, steps_per_update, batch_steps
@@ -311,7 +311,8 @@ class ActorSnapshots:
     def transform(self):
         return snapshot_transform([self])
 
-    def on_step(self, params):
+    def on_step(self, step, params):
+        """the parameters optimiser step `step` (0, 1, ...) left; the steps may arrive in any order (see below)"""
         from flax import serialization
 
         wall = time.time() - T0
@@ -319,33 +320,38 @@ class ActorSnapshots:
         if self.calls == 1:  # the chain this is appended to must be the actor's: its head has one output per action
             head = params["params"][max((k for k in params["params"] if k.startswith("Dense_")), key=lambda k: int(k[6:]))]
             assert head["bias"].shape == (self.num_actions,), f"not the actor's parameters: head {head['bias'].shape}"
-        if self.calls % self.steps_per_update:
+        if (step + 1) % self.steps_per_update:
             return
-        update = self.calls // self.steps_per_update - 1
+        update = (step + 1) // self.steps_per_update - 1
         name = f"actor_{update:04d}.msgpack"
         with open(os.path.join(self.dir, name), "wb") as f:
             f.write(serialization.msgpack_serialize(params))
         self.index.append(dict(update=update, step=(update + 1) * self.batch_steps, wall_time=round(wall, 3), file=name))
+        self.index.sort(key=lambda row: row["update"])
         with open(os.path.join(self.dir, "index.json.tmp"), "w") as f:
             json.dump(self.index, f, indent=1)
         os.replace(os.path.join(self.dir, "index.json.tmp"), os.path.join(self.dir, "index.json"))
 
 
 def snapshot_transform(snapshots, seed_axis=None):
-    """The pass-through optax transform of ActorSnapshots: an ordered jax.debug.callback hands each optimiser step's
-    parameters to snapshots[i], i the seed's index along the vmapped axis `seed_axis` (0 with one seed). Under vmap
-    the callback runs once per seed, each with its own index and parameters."""
+    """The pass-through optax transform of ActorSnapshots: a jax.debug.callback hands each optimiser step's number
+    (counted in the transform's state) and parameters to snapshots[i], i the seed's index along the vmapped axis
+    `seed_axis` (0 with one seed). Under vmap the callback runs once per seed, each with its own index and parameters.
+    The callback is unordered, the step's number saying where its parameters belong: with several seeds vmapped, an
+    ordered one made XLA's GPU compiler abort (jax 0.11.2 on an H200, session 58: "Check failed: shape.IsArray() ||
+    shape.IsTuple()" in its fusion pass), where the unordered one compiled and ran."""
     import jax
+    import jax.numpy as jnp
     import optax
 
-    def update(updates, state, params=None):
+    def update(updates, step, params=None):
         index = jax.lax.axis_index(seed_axis) if seed_axis else 0
         jax.debug.callback(
-            lambda i, p: snapshots[int(i)].on_step(p), index, optax.apply_updates(params, updates), ordered=True
+            lambda i, n, p: snapshots[int(i)].on_step(int(n), p), index, step, optax.apply_updates(params, updates)
         )
-        return updates, state
+        return updates, step + 1
 
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+    return optax.GradientTransformation(lambda params: jnp.zeros((), jnp.int32), update)
 
 
 def append_to_actor_chain(baseline, transform):
