@@ -376,7 +376,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     table = update_readme.smax_10m("smax_10m_mappo")
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
     assert rows[0][1:8] == ["mappo.py, paper (Table 12)", "jaxmarl 0.2.0", "3", "0.0384M", "80, 90, 100", "-", "50, 60, 40"]
-    assert rows[0][8].startswith("0.0 h (2-core CPU")  # 120 s each
+    assert rows[0][8].startswith("2 min (2-core CPU")  # 120 s each: under an hour, in minutes
     mava = ["Mava rec-MAPPO, tuned per map (published plot)", "earlier", "10", "10M", "-", "~95", "-", "- |"]
     assert len(rows) == 2 and rows[1][1:] == mava
     [row_3m] = [line.split(" | ") for line in table.splitlines() if line.startswith("| 3m |")]  # no anchor for 3m
