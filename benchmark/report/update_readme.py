@@ -174,11 +174,11 @@ def smax_10m(*folders: str) -> str:
             )
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
-            hours = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine})"
+            wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine})"
             out.append(
                 f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
-                f"| {hours} |"
+                f"| {wall} |"
             )
         for a in anchors["smax"].get(env, []):
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
