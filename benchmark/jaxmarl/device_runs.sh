@@ -16,28 +16,22 @@
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
 # (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the
 # archive is written within the call's 10 minutes. The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax,
-# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. Measured on an H200
-# (session 55; none of these runs came back, all cut at 440 s or 228 s): alone, 5m_vs_6m reached its first update at 37
-# s, then took 0.39 s per update (its 610 updates: about 4.6 min); three at once (one per map, separate processes) 47-55
-# s, then 0.87 (5m_vs_6m), 0.96 (3s5z_vs_3s6z) and 1.07 s (10m_vs_11m) per update (10-12 min per run), the GPU busy all
-# the time: separate processes take turns on it and miss the call's limit. Session 58 (H200): 5m_vs_6m seed 2, then seed
-# 3, alone, each came back in one call: first update at 40 s, then ~0.36 s per update, 284 s and 282 s in all, our two
-# evaluations within the same minute. Seeds 2 and 3 vmapped in one program made XLA's GPU compiler abort at once (the
-# snapshots' ordered callback; unordered since, jaxmarl_baseline.py's snapshot_transform): a trial of 8 updates then
-# ran, ~1.0 s per update for both seeds while beside another run, so not yet shown to beat one seed per call. With jax
-# 0.10.2 the vmapped baseline hung on the CPU; with the image's 0.11.2 it ran here on the CPU (jaxmarl_baseline.py's
-# docstring). Two calls per lent session (15 minutes of device time, the machine's start included, ~45 s; a second call
-# must come within the 30 s it stays warm). Tried here on the CPU with a Python 3.12 venv of the image's versions
-# (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
+# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. On an H200 one
+# 5m_vs_6m run alone takes ~40 s to its first update, then ~0.36 s per update (284 s for 10M env steps, our
+# evaluations within a minute more); separate processes take turns on the GPU (three at once: 0.87-1.07 s per update,
+# past the call's limit); seeds vmapped in one program run, but are not yet timed alone. Two calls per lent session
+# (15 minutes of device time, the machine's start, ~45 s, included; a second call must come within the 30 s it stays
+# warm). The session-by-session timings are in git history. Tried here on the CPU with a Python 3.12 venv of the
+# image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 results=benchmark/results/smax_hard_10m_jaxmarl
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
-  for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do
+  for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
     for seed in 1 2 3; do
-      [ -n "$maps" ] || [ -e "$results/mappo_rnn_smax_${map}_seed$seed.json.gz" ] || maps=$map seeds=$seed
+      [ -e "$results/mappo_rnn_smax_${map}_seed$seed.json.gz" ] || { maps=$map seeds=$seed && break 2; }
     done
   done
 fi

@@ -1,6 +1,6 @@
 """mappo_rnn.py's training throughput on the hard SMAX maps with the paper's settings (its SMAC_MAP_PRESETS, the
 setting `paper` of benchmark/smax_hard_10m.sh), evaluation off, alone on this machine: what a 10M run costs here. For a
-map without runs of that setting (27m_vs_30m, until a GPU machine runs it) the README's hard-map table reports it.
+map without runs of that setting (27m_vs_30m) the README's hard-map table reports it.
 
     python benchmark/measure/hard_map_sps.py [--env-ids 27m_vs_30m] [--iterations 6]
 
