@@ -110,7 +110,7 @@ def smaclite_missing() -> str:
     try:
         import smaclite  # noqa: F401
     except (ImportError, OSError) as e:  # not installed, or its Rtree without libspatialindex (OSError)
-        return f'SMAClite not installed ({type(e).__name__}: {e}); see README.md, section "SMAClite"'
+        return f'SMAClite not installed ({type(e).__name__}: {e}); see README.md, section "Environments" (SMAClite)'
     return ""
 
 
