@@ -28,6 +28,9 @@ KEEP=${KEEP:-$OUT/kept}
 if [ -z "${OMP_NUM_THREADS:-}" ] && [ "$WORKERS" -gt 1 ]; then
   export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 fi
+# Each run's glibc keeps up to 4 GiB of freed heap for reuse, where by default the large tensors of each update would
+# fault in fresh, kernel-zeroed pages: same numbers, a faster update on the big maps (benchmark/measure/allocator.py)
+TOP_PAD=${MALLOC_TOP_PAD_:-4294967296}
 exp=$(basename "$SCRIPT" .py)
 
 budget() {  # env steps per run: BUDGETS if it names the env, else the budgets of the README's family tables
@@ -88,7 +91,7 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
       fi
       # one shell-quoted command per line (paths may hold spaces); $EXTRA is split into words on purpose
       # shellcheck disable=SC2086
-      cmd=$(printf '%q ' cd "$OUT")"&& "$(printf '%q ' "$PYTHON" "$root/$SCRIPT" "${run[@]}" --total-timesteps "$steps" \
+      cmd=$(printf '%q ' cd "$OUT")"&& MALLOC_TOP_PAD_=$(printf '%q' "$TOP_PAD") "$(printf '%q ' "$PYTHON" "$root/$SCRIPT" "${run[@]}" --total-timesteps "$steps" \
         --save-model --save-interval 10 $EXTRA)
       echo "$cmd>> $(printf '%q' "$log") 2>&1 || echo $(printf '%q' "failed: $env seed $seed, see $OUT/$log") >&2"
     done

@@ -299,6 +299,52 @@ def test_hard_map_sps_times_mappo_rnn_with_the_maps_preset_batch(tmp_path):
     assert row["hours_per_10m"] == pytest.approx(1e7 / row["sps"] / 3600)
 
 
+def test_benchmark_runs_keep_freed_memory_unless_told_otherwise(tmp_path):
+    """benchmark/mappo.sh writes MALLOC_TOP_PAD_ into each run's command line (launchers that run its plan, like
+    smax_hard_10m.sh, get it too): 4 GiB by default, the caller's value when set."""
+    env = dict(os.environ, OUT=str(tmp_path), ENV_IDS="3m", SEEDS="1 2", SCRIPT="mappo_rnn.py")
+    env.pop("MALLOC_TOP_PAD_", None)
+
+    def plan(**extra):
+        out = subprocess.run(
+            ["bash", str(ROOT / "benchmark" / "mappo.sh"), "plan"], env=dict(env, **extra), capture_output=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.decode().splitlines()
+
+    lines = plan()
+    assert len(lines) == 2 and all("&& MALLOC_TOP_PAD_=4294967296 python " in line for line in lines), lines
+    assert all("&& MALLOC_TOP_PAD_=1024 python " in line for line in plan(MALLOC_TOP_PAD_="1024"))
+
+
+def test_allocator_alternates_sides_with_and_without_the_top_pad(tmp_path, monkeypatch):
+    """benchmark/measure/allocator.py: per map, runs alternate default, padded, default, padded; only the padded side's
+    child sees MALLOC_TOP_PAD_ (even when this shell has it set), this process's environment is left as it was, and the
+    medians and ratio are of each side's runs; update_readme writes the ratio into its line."""
+    import allocator
+    import update_readme
+
+    seen, update_s = [], iter([4.0, 3.0, 6.0, 5.0, 2.0, 2.2, 2.0, 2.2])
+
+    def fake_train_sps(env_id, iterations, extra, script):
+        seen.append((env_id, os.environ.get("MALLOC_TOP_PAD_"), script))
+        return dict(sps=100.0, iteration_s=7.0, update_s=next(update_s))
+
+    monkeypatch.setattr(allocator, "train_sps", fake_train_sps)
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "1")
+    allocator.main(["--env-ids", "10m_vs_11m", "5m_vs_6m", "--out", str(tmp_path / "allocator")])
+    pad = allocator.TOP_PAD
+    assert seen == [(m, side, "mappo_rnn") for m in ("10m_vs_11m", "5m_vs_6m") for side in (None, pad, None, pad)]
+    assert os.environ["MALLOC_TOP_PAD_"] == "1"
+    result = json.loads((tmp_path / "allocator.json").read_text())
+    big, small = result["maps"]
+    assert big["median"]["glibc default"]["update_s"] == 5.0 and big["update_ratio"] == pytest.approx(4.0 / 5.0)
+    assert small["update_ratio"] == pytest.approx(1.1)
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    line = update_readme.allocator()
+    assert "10m_vs_11m 4.0 s with it, 5.0 s without (0.80x); 5m_vs_6m 2.2 s with it, 2.0 s without (1.10x)" in line
+
+
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     """update_readme's Hanabi table: ours from summarize.py's summary (median of the last 10 rollouts' training
     scores), JaxMARL's from benchmark/jaxmarl/jaxmarl_baseline.py's rows (the last update's), seeds in order"""

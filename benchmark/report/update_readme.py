@@ -440,9 +440,25 @@ def vmas() -> str:
     return text + (f"\n\n![VMAS evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
 
 
+def allocator() -> str:
+    """mappo_rnn.py's update with glibc's default malloc and with benchmark/mappo.sh's MALLOC_TOP_PAD_
+    (benchmark/measure/allocator.py)"""
+    speed = load("allocator.json")
+    padded = [side for side in speed["maps"][0]["median"] if side != "glibc default"][0]
+    maps = "; ".join(
+        f"{m['env_id']} {m['median'][padded]['update_s']:.1f} s with it, {m['median']['glibc default']['update_s']:.1f} s "
+        f"without ({m['update_ratio']:.2f}x)"
+        for m in speed["maps"]
+    )
+    return (
+        f"mappo_rnn.py's update, paper settings: {maps} (alternating runs on this 2-core CPU: benchmark/results/allocator.md)."
+    )
+
+
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
+GENERATORS.update(allocator=allocator)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 
