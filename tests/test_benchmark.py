@@ -342,7 +342,7 @@ def test_allocator_alternates_sides_with_and_without_the_top_pad(tmp_path, monke
     assert small["update_ratio"] == pytest.approx(1.1)
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
     line = update_readme.allocator()
-    assert "10m_vs_11m 4.0 s with it, 5.0 s without (0.80x); 5m_vs_6m 2.2 s with it, 2.0 s without (1.10x)" in line
+    assert "10m_vs_11m 4.00 s with it, 5.00 s without (0.80x); 5m_vs_6m 2.20 s with it, 2.00 s without (1.10x)" in line
 
 
 def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):

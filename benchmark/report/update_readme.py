@@ -446,7 +446,7 @@ def allocator() -> str:
     speed = load("allocator.json")
     padded = [side for side in speed["maps"][0]["median"] if side != "glibc default"][0]
     maps = "; ".join(
-        f"{m['env_id']} {m['median'][padded]['update_s']:.1f} s with it, {m['median']['glibc default']['update_s']:.1f} s "
+        f"{m['env_id']} {m['median'][padded]['update_s']:.2f} s with it, {m['median']['glibc default']['update_s']:.2f} s "
         f"without ({m['update_ratio']:.2f}x)"
         for m in speed["maps"]
     )
