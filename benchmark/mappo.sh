@@ -5,8 +5,8 @@
 # Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS),
 # WORKERS (runs at once; OMP_NUM_THREADS defaults to cores / WORKERS), TOTAL_TIMESTEPS (overrides the per-env
 # budget), BUDGETS (per-env budgets that override the defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT
-# (results folder), PYTHON, EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), KEEP (default
-# OUT/kept: see below).
+# (results folder), PYTHON, EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), MALLOC_TOP_PAD_ (each
+# run's, 4 GiB: see below), KEEP (default OUT/kept: see below).
 # `bash benchmark/mappo.sh plan` prints the command line of each run still to do and runs nothing (launchers that pool
 # the runs of several folders into one queue, like benchmark/smax_hard_10m.sh, use it).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
