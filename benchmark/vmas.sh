@@ -6,23 +6,26 @@
 #   bash benchmark/vmas.sh keep        # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
 # Both modes end with benchmark/report/vmas_compare.py (benchmark/results/vmas_compare: the README's table and curves).
 #   bash benchmark/vmas.sh benchmarl   # BenchMARL's runs, one at a time: benchmark/results/vmas_benchmarl/
-#                                      # <task>_<algorithm>_seed<N>.json.gz (commit them); finished ones are skipped, a run
-#                                      # cut short starts again (no resume). BENCHMARL_PYTHON: its venv's python (see
-#                                      # benchmark/benchmarl/benchmarl_baseline.py); ALGORITHMS, TASKS, SEEDS pick runs.
+#                                      # <task>_<algorithm>_seed<N>.json.gz (commit them); finished ones are skipped. A run
+#                                      # saves kept/<name>.pt every 30000 frames and goes on from it when started again:
+#                                      # before a session ends, stop it (kill) and commit kept/. BENCHMARL_PYTHON: its
+#                                      # venv's python (see benchmark/benchmarl/benchmarl_baseline.py, which says what a
+#                                      # resumed run keeps); ALGORITHMS, TASKS, SEEDS pick runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-3000000}
 if [ "${1:-}" = benchmarl ]; then
   out=benchmark/results/vmas_benchmarl python=${BENCHMARL_PYTHON:-/work/benchmarl-venv/bin/python} failed=0
-  mkdir -p "$out"
+  mkdir -p "$out/kept"
   for task in ${TASKS:-navigation balance}; do
     for algorithm in ${ALGORITHMS:-mappo ippo}; do
       for seed in ${SEEDS:-1 2 3}; do
         name=${task}_${algorithm}_seed$seed
         [ ! -e "$out/$name.json.gz" ] || { echo "done already: $out/$name.json.gz" >&2; continue; }
         "$python" benchmark/benchmarl/benchmarl_baseline.py --algorithm "$algorithm" --task "$task" --seed "$seed" \
-          --max-n-frames "$TOTAL_TIMESTEPS" --out "$out/$name.json.tmp" >>"$out/$name.log" 2>&1 \
-          && gzip -9n "$out/$name.json.tmp" && mv "$out/$name.json.tmp.gz" "$out/$name.json.gz" \
+          --max-n-frames "$TOTAL_TIMESTEPS" --checkpoint "$out/kept/$name.pt" --out "$out/$name.json.tmp" \
+          >>"$out/$name.log" 2>&1 && gzip -9n "$out/$name.json.tmp" && mv "$out/$name.json.tmp.gz" "$out/$name.json.gz" \
+          && rm -f "$out/kept/$name.pt" \
           || { echo "failed: $name, see $out/$name.log" >&2; failed=1; }
       done
     done

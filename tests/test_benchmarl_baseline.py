@@ -1,9 +1,13 @@
 """benchmark/benchmarl/benchmarl_baseline.py, checked without BenchMARL: its csv scalars become one row per iteration
-(evaluations only where BenchMARL evaluated), and the speed leaves the evaluations' time out."""
+(evaluations only where BenchMARL evaluated), the speed leaves the evaluations' time out, and what a resumed run
+needs of its own (rows merged, random generators saved and put back) works."""
 
 import importlib.util
+import random
 
+import numpy as np
 import pytest
+import torch
 
 from conftest import ROOT
 
@@ -43,5 +47,28 @@ def test_bad_arguments_exit_2(capsys):
         with pytest.raises(SystemExit) as exit_info:
             runner.parse_args(argv)
         assert exit_info.value.code == 2
-    with pytest.raises(SystemExit):
-        runner.parse_args(["--algorithm", "mappo", "--task", "navigation", "--out", "x", "--max-n-frames", "0"])
+    for bad in (["--max-n-frames", "0"], ["--checkpoint-interval", "0"]):
+        with pytest.raises(SystemExit):
+            runner.parse_args(["--algorithm", "mappo", "--task", "navigation", "--out", "x", *bad])
+
+
+def test_a_resumed_runs_rows_merge_by_step():
+    runner = load_runner()
+    before = [dict(step=6000, train_return=-1.0), dict(step=12000, train_return=-0.5)]
+    after = [dict(step=12000, train_return=-0.4), dict(step=18000, train_return=0.2)]  # 12000 run again after a stop
+    rows = runner.merge_rows(before, after)
+    assert [(r["step"], r["train_return"]) for r in rows] == [(6000, -1.0), (12000, -0.4), (18000, 0.2)]
+    assert runner.merge_rows([], after) == after and runner.merge_rows(before, []) == before
+
+
+def test_generator_states_survive_a_weights_only_checkpoint(tmp_path):
+    runner = load_runner()
+    torch.manual_seed(3), np.random.seed(3), random.seed(3)
+    torch.rand(5), np.random.rand(5), random.random()  # somewhere past the seed
+    torch.save(dict(generators=runner.generator_states()), tmp_path / "c.pt")
+    expected = (torch.rand(4), np.random.rand(4), np.random.randn(), [random.random() for _ in range(4)])
+    torch.manual_seed(0), np.random.seed(0), random.seed(0)  # what run() does on a resume: reseeded
+    runner.set_generator_states(torch.load(tmp_path / "c.pt", weights_only=True)["generators"])
+    got = (torch.rand(4), np.random.rand(4), np.random.randn(), [random.random() for _ in range(4)])
+    assert torch.equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    assert got[2] == expected[2] and got[3] == expected[3]

@@ -18,7 +18,9 @@ them with CUDA builds):
     /work/benchmarl-venv/bin/pip install torch==2.13.0 torchvision==0.28.0 benchmarl==1.5.2 torchrl==0.11.1 \\
         tensordict==0.11.0 vmas==1.5.2
 
-(benchmarl 1.5.2 needs torchrl < 0.12; vmas 1.5.2 is the version of requirements.txt.)
+(benchmarl 1.5.2 needs torchrl < 0.12; vmas 1.5.2 is the version of requirements.txt.) Where download.pytorch.org
+cannot be reached (as here on 2026-11-28), pip takes PyPI's torchvision, which fails to import beside the CPU torch:
+`/work/benchmarl-venv/bin/pip uninstall -y torchvision` then; BenchMARL lists it but these runs never import it.
 
 Run:
 
@@ -32,7 +34,17 @@ What is recorded (--out, JSON), one row per BenchMARL iteration (one batch of fr
   episode: the same quantity);
 - eval_return, where BenchMARL evaluated (its deterministic policy, 10 episodes): eval/agents/reward/episode_reward_mean;
 - wall_time: timers/total_time, seconds from the start.
-And meta: the configs as run, the budget, and sps: frames over the total time less the evaluations' time.
+And meta: the configs as run, the budget, sps: frames over the total time less the evaluations' time, and the
+frames at which the run was resumed (resumed_at).
+
+Resuming (--checkpoint FILE): every --checkpoint-interval frames (after an iteration) the run writes FILE, atomically:
+BenchMARL's own state_dict (networks, counters, the collector's state; its replay buffer, refilled every on-policy
+iteration, is left out), the Adam states that BenchMARL's checkpoints leave out, the random generators' states, and
+the rows and wall time so far. Started with FILE present, the run goes on from it: the state loaded as BenchMARL's
+restore does it (Experiment.load_state_dict), the Adam and generator states put back after run() has reseeded them.
+What differs from a run never stopped: the VMAS episodes under way start again (a reset, like a truncation), and
+iterations after the last checkpoint are run again. total_time (wall_time) counts the time of every part, on whatever
+machine ran it.
 """
 
 import argparse
@@ -40,6 +52,7 @@ import csv
 import dataclasses
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -61,9 +74,13 @@ def parse_args(argv=None):
     p.add_argument("--max-n-frames", type=int, default=None, help="the budget (default: BenchMARL's, 3M)")
     p.add_argument("--evaluation-interval", type=int, default=None, help="frames (default: BenchMARL's, 120000)")
     p.add_argument("--out", required=True, help="JSON: meta and one row per iteration")
+    p.add_argument("--checkpoint", default=None, help="a file to resume from and to save to (see Resuming above)")
+    p.add_argument("--checkpoint-interval", type=int, default=30000, help="frames between saves (a multiple of 6000)")
     args = p.parse_args(argv)
     if args.max_n_frames is not None and args.max_n_frames <= 0:
         p.error("--max-n-frames must be positive")
+    if args.checkpoint_interval <= 0:
+        p.error("--checkpoint-interval must be positive")
     return args
 
 
@@ -92,6 +109,70 @@ def speed(rows: list[dict]) -> float:
     return rows[-1]["step"] / seconds
 
 
+def merge_rows(before: list[dict], after: list[dict]) -> list[dict]:
+    """The rows of a resumed run: those saved with its checkpoint, then this part's; an iteration run again after the
+    checkpoint replaces the row it had"""
+    rows = {r["step"]: r for r in before}
+    rows.update((r["step"], r) for r in after)
+    return [rows[step] for step in sorted(rows)]
+
+
+def scalars_folder(folder: str) -> str:
+    """The csv logger's scalars folder under BenchMARL's run folder"""
+    [scalars] = [os.path.join(d, "scalars") for d, subdirs, _ in os.walk(folder) if "scalars" in subdirs]
+    return scalars
+
+
+def generator_states() -> dict:
+    """torch's, numpy's and Python's random states, in types torch.load(weights_only=True) reads"""
+    import numpy as np
+    import torch
+
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return dict(torch=torch.get_rng_state(), numpy=[name, torch.from_numpy(keys.astype("int64")), pos, has_gauss, cached],
+                python=random.getstate())  # fmt: skip
+
+
+def set_generator_states(states: dict) -> None:
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(states["torch"])
+    name, keys, pos, has_gauss, cached = states["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+
+
+def resumable(experiment_class, path: str, saved: dict | None, session_start: float):
+    """BenchMARL's Experiment, saving to `path` where BenchMARL would write its own checkpoint, and going on from
+    `saved` (a checkpoint of this run, or None)"""
+    import torch
+
+    class Resumable(experiment_class):
+        def _collection_loop(self):  # run() has just reseeded every generator: a resumed run takes its own back
+            if saved is not None:
+                for group, optimizers in self.optimizers.items():
+                    for name, optimizer in optimizers.items():
+                        optimizer.load_state_dict(saved["optimizers"][group][name])
+                set_generator_states(saved["generators"])
+            super()._collection_loop()
+
+        def _save_experiment(self):  # called every checkpoint_interval frames, after an iteration
+            state = dict(
+                experiment=self.state_dict(),
+                optimizers={g: {n: o.state_dict() for n, o in opts.items()} for g, opts in self.optimizers.items()},
+                generators=generator_states(),
+                rows=merge_rows(saved["rows"] if saved else [], read_rows(scalars_folder(str(self.folder_name)))),
+                wall=(saved["wall"] if saved else 0.0) + time.time() - session_start,
+                resumed_at=(saved["resumed_at"] if saved else []),
+            )
+            torch.save(state, path + ".tmp")
+            os.replace(path + ".tmp", path)  # a run stopped while saving keeps the previous checkpoint
+
+    return Resumable
+
+
 def main(argv=None):
     args = parse_args(argv)
     from benchmarl.algorithms import IppoConfig, MappoConfig
@@ -105,20 +186,32 @@ def main(argv=None):
     if args.evaluation_interval is not None:
         config.evaluation_interval = args.evaluation_interval
     config.loggers, config.render, config.checkpoint_at_end, config.checkpoint_interval = ["csv"], False, False, 0
+    saved = None
+    if args.checkpoint is not None:
+        config.checkpoint_interval, config.exclude_buffer_from_checkpoint = args.checkpoint_interval, True
+        if os.path.exists(args.checkpoint):
+            import torch
+
+            saved = torch.load(args.checkpoint, weights_only=True)
+            saved["resumed_at"].append(saved["experiment"]["state"]["total_frames"])
+            print(f"resuming from {args.checkpoint} at {saved['resumed_at'][-1]} frames", file=sys.stderr)
     algorithm = (MappoConfig if args.algorithm == "mappo" else IppoConfig).get_from_yaml()
     task = getattr(VmasTask, args.task.upper()).get_from_yaml()
+    start = time.time()
     with tempfile.TemporaryDirectory() as folder:
         config.save_folder = folder
-        experiment = Experiment(
+        experiment_class = Experiment if args.checkpoint is None else resumable(Experiment, args.checkpoint, saved, start)
+        experiment = experiment_class(
             task=task, algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
             critic_model_config=MlpConfig.get_from_yaml(), seed=args.seed, config=config,
         )  # fmt: skip
-        start = time.time()
+        if saved is not None:
+            experiment.load_state_dict(saved["experiment"])  # what BenchMARL's restore_file does
         experiment.run()
-        wall = time.time() - start
-        [scalars] = [os.path.join(d, "scalars") for d, subdirs, _ in os.walk(folder) if "scalars" in subdirs]
-        rows = read_rows(scalars)
+        rows = merge_rows(saved["rows"] if saved else [], read_rows(scalars_folder(folder)))
+    wall = (saved["wall"] if saved else 0.0) + time.time() - start
     meta = dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames, wall=wall)
+    meta["resumed_at"] = saved["resumed_at"] if saved else []
     meta.update(sps=speed(rows), experiment=dataclasses.asdict(config), algorithm_config=dataclasses.asdict(algorithm))
     meta["task_config"] = dict(task.config)
     with open(args.out, "w") as f:
