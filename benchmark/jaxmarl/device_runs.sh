@@ -16,13 +16,16 @@
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
 # (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the
 # archive is written within the call's 10 minutes. The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax,
-# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. On an H200 one
-# 5m_vs_6m run alone takes ~40 s to its first update, then ~0.36 s per update (284 s for 10M env steps, our
-# evaluations within a minute more); separate processes take turns on the GPU (three at once: 0.87-1.07 s per update,
-# past the call's limit); seeds vmapped in one program run, but are not yet timed alone. Two calls per lent session
-# (15 minutes of device time, the machine's start, ~45 s, included; a second call must come within the 30 s it stays
-# warm). The session-by-session timings are in git history. Tried here on the CPU with a Python 3.12 venv of the
-# image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
+# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. On an H200 one run
+# alone takes 284 s for 10M env steps on 5m_vs_6m (~40 s to its first update, then ~0.36 s per update), 296 s on
+# 3s5z_vs_3s6z, 320 s on 10m_vs_11m, our evaluations within a minute more; separate processes take turns on the GPU
+# (three at once: 0.87-1.07 s per update, past the call's limit); seeds vmapped in one program run, but are not yet
+# timed alone. Two calls per lent session (15 minutes of device time: the two runs above took 718 s, the machine's
+# start included; the second call must come within the 30 s it stays warm, and must name MAPS and SEEDS: its copy of
+# the tree lacks the first call's results). The session-by-session timings are in git history. Tried here on the CPU
+# with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
+# On a new machine, `prepare` needs JaxMARL's jaxmarl/ and baselines/ at the commit above: the mirror's clone lacks
+# some docs images, so check out only those folders (git clone -n, git sparse-checkout set jaxmarl baselines).
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
