@@ -24,8 +24,6 @@
 # start included; the second call must come within the 30 s it stays warm, and must name MAPS and SEEDS: its copy of
 # the tree lacks the first call's results). The session-by-session timings are in git history. Tried here on the CPU
 # with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
-# On a new machine, `prepare` needs JaxMARL's jaxmarl/ and baselines/ at the commit above: the mirror's clone lacks
-# some docs images, so check out only those folders (git clone -n, git sparse-checkout set jaxmarl baselines).
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 cd "$(dirname "$0")/../.."
