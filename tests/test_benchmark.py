@@ -441,6 +441,19 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         mava[0]
     ]
     assert rows[1][5:7] == ["80, 90, 100", "70, 75, 81"]
+    # env steps a run trained on a lent machine's CPU cores (device_runs.sh ours): their share, named in the wall time
+    lent = "16-core CPU of a lent GPU machine, 14 runs at once"
+    machines = {
+        "2s3z__mappo_rnn__1__17": [[lent, 0, 19200]],
+        "2s3z__mappo_rnn__2__17": [[lent, 19200, 28800]],
+        "2s3z__mappo_rnn__9__17": [[lent, 0, 38400]],
+    }  # fmt: skip (seed 9: not in the row)
+    (out / "smax_hard_10m_table2/kept").mkdir()
+    (out / "smax_hard_10m_table2/kept/machines.json").write_text(json.dumps(machines))
+    rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 2s3z |" in line]
+    assert rows[0][8].endswith(f"(2-core CPU, 2 runs at once; 25 % of the env steps on {lent}) |")  # 28,800 of 115,200
+    [row_3m] = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 3m |" in line]
+    assert row_3m[8].endswith("(2-core CPU, 2 runs at once) |")  # all of it here
 
     # JaxMARL's runs here: each seed's median of its last 10 updates, on all three metrics
     jaxmarl = out / "smax_hard_10m_jaxmarl"

@@ -10,6 +10,14 @@
 #                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
+# Our side of issue 50 on the same call, on the machine's CPU cores while JaxMARL has its GPU:
+#   there:  bash benchmark/jaxmarl/device_runs.sh run & bash benchmark/jaxmarl/device_runs.sh ours; wait
+#   here:   bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE...   (one archive per settings folder)
+# `ours` runs benchmark/smax_hard_10m.sh's queue (every setting; WORKERS runs at once, default 14 of the 16 cores,
+# one thread each, on the CPU) from the committed kept/ checkpoints for OURS_SECONDS (480), stops the runs (SIGTERM:
+# each saves its checkpoint), keeps them (smax_hard_10m.sh keep) and sends back the kept/ folders, with each run's
+# env steps done there added to its folder's kept/machines.json (the README's wall-time cell names that share). Do not
+# run the same queue here meanwhile: unpacking replaces kept/.
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
 # TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
 # archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
@@ -26,6 +34,7 @@
 # with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
+archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # ours-unpack's, before the cd below
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 results=benchmark/results/smax_hard_10m_jaxmarl
@@ -36,6 +45,23 @@ if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
     done
   done
 fi
+
+install_kit() {  # the kit's wheels into folder $1 (run and ours each have their own: they install at once)
+  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$1" "$kit"/whl/*.whl
+}
+
+kept_steps() {  # every kept run of our hard-map folders: "<folder> <run name> <env steps>" (finished: the summary's)
+  "$py" - <<'PY'
+import glob, gzip, json, os, torch
+for path in sorted(glob.glob("benchmark/results/smax_hard_10m_*/kept/*__*")):
+    name = os.path.basename(path).removesuffix(".pt").removesuffix(".json.gz")
+    if path.endswith(".pt"):
+        step = torch.load(path, weights_only=True, map_location="cpu")["global_step"]
+    else:
+        step = json.load(gzip.open(path, "rt"))["global_step"]
+    print(os.path.dirname(os.path.dirname(path)), name, step)
+PY
+}
 
 case ${1:-} in
   prepare)
@@ -49,14 +75,15 @@ case ${1:-} in
     # shellcheck disable=SC2086
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $platforms \
       -d "$kit/whl" distrax==0.1.9 tfp-nightly==0.26.0.dev20261027 hydra-core==1.3.8 omegaconf==2.3.1 gymnax==1.0.1 \
-      gymnasium==1.3.0 Farama-Notifications==0.0.6 decorator==5.3.1 gast==0.7.0 dm-tree==0.1.10
+      gymnasium==1.3.0 Farama-Notifications==0.0.6 decorator==5.3.1 gast==0.7.0 dm-tree==0.1.10 \
+      tyro==1.0.17 docstring_parser==0.18.0 typeguard==4.6.0  # the last three: our scripts' (ours)
     python3 -m pip wheel -q --no-deps -w "$kit/whl" antlr4-python3-runtime==4.9.3  # a source release only
     du -sh "$kit" ;;
   run)
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
     echo "running $maps, seeds $seeds"
-    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$kit"/whl/*.whl
+    install_kit /tmp/site
     export PYTHONPATH=/tmp/site:$PWD/$kit/stub JAX_PLATFORMS=${JAX_PLATFORMS:-cuda,cpu} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
     work=/tmp/jaxmarl_runs && rm -rf "$work" && mkdir -p "$work/$results"  # a warm machine keeps /tmp between calls
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no nvidia-smi: JAX_PLATFORMS=$JAX_PLATFORMS"
@@ -100,6 +127,45 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
     wait
     tar -czf "$OUT/smax_hard_jaxmarl_gpu.tar.gz" -C "$work" "$results"
     ls -la "$work/$results" ;;
+  ours)
+    : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
+    install_kit /tmp/site_ours
+    settings="paper table2 ent0 clip005" workers=${WORKERS:-14}
+    kept_steps >/tmp/kept_before
+    # our scripts with the image's torch and JAX, on the CPU (CUDA hidden: the GPU is JaxMARL's), one XLA thread each
+    ( export PYTHONPATH=/tmp/site_ours:$PWD/$kit/jaxmarl-src CUDA_VISIBLE_DEVICES= PYTHON=$py SETTINGS=$settings \
+        WORKERS=$workers OMP_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+      exec setsid bash benchmark/smax_hard_10m.sh ) >"$OUT/ours.log" 2>&1 &
+    group=$!  # setsid: the queue and its runs are one process group
+    sleep "${OURS_SECONDS:-480}"
+    kill -TERM -- "-$group" 2>/dev/null || true  # each run saves its checkpoint at its next step, then exits
+    for _ in $(seq 60); do kill -0 -- "-$group" 2>/dev/null && sleep 1; done
+    kill -KILL -- "-$group" 2>/dev/null && echo "killed after 60 s: a run saved nothing since its last checkpoint" || true
+    PYTHON=$py SETTINGS=$settings bash benchmark/smax_hard_10m.sh keep >/dev/null
+    label="$(nproc)-core CPU of a lent GPU machine, $workers runs at once"
+    kept_steps | "$py" -c "
+import collections, json, sys
+before = {tuple(line.split()[:2]): int(line.split()[2]) for line in open('/tmp/kept_before')}
+for line in sys.stdin:  # each run that went on here: [machine, from, to] into its folder's kept/machines.json
+    folder, name, step = line.split()
+    start = before.get((folder, name), 0)
+    if int(step) > start:
+        path = f'{folder}/kept/machines.json'
+        try:
+            seen = json.load(open(path))
+        except FileNotFoundError:
+            seen = {}
+        seen.setdefault(name, []).append([sys.argv[1], start, int(step)])
+        json.dump(seen, open(path, 'w'), indent=1)
+        print(f'{folder} {name}: {start} -> {step}')
+" "$label" | tee -a "$OUT/ours.log"
+    for setting in $settings; do  # one archive per folder: a file that comes back holds 16 MiB at most
+      folder=benchmark/results/smax_hard_10m_$setting/kept
+      [ ! -d "$folder" ] || tar -czf "$OUT/smax_hard_ours_$setting.tar.gz" "$folder"
+    done ;;
+  ours-unpack)  # the kept/ folders of the archives replace ours (commit them)
+    [ ${#archives[@]} -gt 0 ] || { echo "usage: bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE..." >&2 && exit 2; }
+    for a in "${archives[@]}"; do tar -xzvf "$a"; done ;;
   unpack)  # the runs of the archive, each whole, except those this folder has already
     tmp=$(mktemp -d) && tar -xzf "$archive" -C "$tmp"
     for gz in "$tmp/$results"/*.json.gz; do
@@ -112,5 +178,5 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
       [ -e "$log" ] && cat "$log" >>"$results/$(basename "$log")"
     done
     rm -rf "$tmp" ;;
-  *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE" >&2 && exit 2 ;;
+  *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE|ours|ours-unpack ARCHIVE..." >&2 && exit 2 ;;
 esac

@@ -129,6 +129,23 @@ def jaxmarl_smax(folder: str) -> list[dict]:
     return rows
 
 
+def elsewhere(folder: str, row: dict) -> str:
+    """The share of a row's env steps trained away from its folder's machine, from FOLDER/kept/machines.json (each run
+    resumed on a lent machine's CPU cores by benchmark/jaxmarl/device_runs.sh ours: [machine, from step, to step]), as
+    "; N % of the env steps on MACHINE", or "" where none was"""
+    path = os.path.join(RESULTS, folder, "kept", "machines.json")
+    if not os.path.exists(path):
+        return ""
+    away = {}
+    for name, parts in load(f"{folder}/kept/machines.json").items():
+        env, _, seed, _ = name.split("__")
+        if env == row["env_id"] and int(seed) in row["seeds"]:
+            for machine, start, end in parts:
+                away[machine] = away.get(machine, 0) + end - start
+    total = sum(row["env_steps"])
+    return "".join(f"; {100 * steps / total:.0f} % of the env steps on {machine}" for machine, steps in sorted(away.items()))
+
+
 def duration(seconds) -> str:
     """A run's wall time: in hours (one decimal), or in minutes (two significant digits) under an hour"""
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{float(f'{seconds / 60:.2g}'):g} min"
@@ -174,7 +191,7 @@ def smax_10m(*folders: str) -> str:
             )
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
-            wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine})"
+            wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
             out.append(
                 f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
