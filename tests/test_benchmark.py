@@ -446,12 +446,14 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     machines = {
         "2s3z__mappo_rnn__1__17": [[lent, 0, 19200]],
         "2s3z__mappo_rnn__2__17": [[lent, 19200, 28800]],
-        "2s3z__mappo_rnn__9__17": [[lent, 0, 38400]],
-    }  # fmt: skip (seed 9: not in the row)
+        "2s3z__mappo_rnn__9__17": [[lent, 0, 38400]],  # seed 9: not in the row
+        "2s3z__mappo_rnn__3__17": [["another machine", 0, 500]],  # under 0.5 %
+    }
     (out / "smax_hard_10m_table2/kept").mkdir()
     (out / "smax_hard_10m_table2/kept/machines.json").write_text(json.dumps(machines))
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 2s3z |" in line]
-    assert rows[0][8].endswith(f"(2-core CPU, 2 runs at once; 25 % of the env steps on {lent}) |")  # 28,800 of 115,200
+    tail = f"(2-core CPU, 2 runs at once; <1 % of the env steps on another machine; 25 % of the env steps on {lent}) |"
+    assert rows[0][8].endswith(tail)  # 500 and 28,800 of 115,200
     [row_3m] = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 3m |" in line]
     assert row_3m[8].endswith("(2-core CPU, 2 runs at once) |")  # all of it here
 
@@ -485,6 +487,11 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert [r[3] for r in rows[:2]] == ["2", "1"] and rows[1][5:8] == ["25", "25", "25"]
     assert rows[1][8] == "2.5 min (NVIDIA H100 80GB HBM3, 9 runs at once) |"
+    with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:  # with our runs on the machine's CPU (device_runs.sh ours)
+        meta = dict(device="NVIDIA H200", runs_at_once=1, beside="14 CPU runs")
+        json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=meta), f)
+    rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
+    assert rows[1][8] == "2.5 min (NVIDIA H200, alone, beside 14 CPU runs on its CPU) |"
     assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 

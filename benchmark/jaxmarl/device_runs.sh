@@ -16,8 +16,10 @@
 # `ours` runs benchmark/smax_hard_10m.sh's queue (every setting; WORKERS runs at once, default 14 of the 16 cores,
 # one thread each, on the CPU) from the committed kept/ checkpoints for OURS_SECONDS (480), stops the runs (SIGTERM:
 # each saves its checkpoint), keeps them (smax_hard_10m.sh keep) and sends back the kept/ folders, with each run's
-# env steps done there added to its folder's kept/machines.json (the README's wall-time cell names that share). Do not
-# run the same queue here meanwhile: unpacking replaces kept/.
+# env steps done there added to its folder's kept/machines.json (the README's wall-time cell names that share), and
+# the last lines of the runs' logs in ours.log. Do not run the same queue here meanwhile: unpacking replaces kept/.
+# BESIDE, for `run` on such a call (e.g. BESIDE="14 CPU runs"), goes into each JaxMARL run's JSON and the README's
+# label: its GPU was its own, the machine's CPU was not.
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
 # TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
 # archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
@@ -108,7 +110,8 @@ case ${1:-} in
     done
     for name in "${finished[@]}"; do  # how many shared the GPU, for the wall time's label; then our evaluations
       "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); d['meta']['runs_at_once'] = int(sys.argv[2])
-json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@]} * $(wc -w <<<"$seeds") ))
+d['meta'].update(beside=sys.argv[3]) if sys.argv[3] else None
+json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@]} * $(wc -w <<<"$seeds") )) "${BESIDE:-}"
       for mode in greedy sampled; do
         timeout "${EVAL_SECONDS:-120}" "$py" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$kit/jaxmarl-src" \
           --snapshot-dir "$work/snapshots/$name" --run-json "$work/$name.json" --every 10 --last 10 \
@@ -130,21 +133,37 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
   ours)
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     install_kit /tmp/site_ours
-    settings="paper table2 ent0 clip005" workers=${WORKERS:-14}
+    # our scripts with the image's torch and JAX on the CPU (CUDA hidden: the GPU is JaxMARL's), one torch thread each;
+    # the 10M budget of smax_hard_10m.sh whatever TOTAL_TIMESTEPS says (a smaller one would count runs as finished)
+    export PYTHONPATH=/tmp/site_ours:$PWD/$kit/jaxmarl-src CUDA_VISIBLE_DEVICES= PYTHON=$py OMP_NUM_THREADS=1 \
+      SETTINGS="paper table2 ent0 clip005" TOTAL_TIMESTEPS=10000000 WORKERS=${WORKERS:-14}
+    log=$OUT/ours.log
+    if ! "$py" -c "import tyro, torch.utils.tensorboard, jaxmarl" >>"$log" 2>&1; then
+      echo "ours: our scripts' imports fail here (see $log)" | tee -a "$log" && exit 1
+    fi
     kept_steps >/tmp/kept_before
-    # our scripts with the image's torch and JAX, on the CPU (CUDA hidden: the GPU is JaxMARL's), one XLA thread each
-    ( export PYTHONPATH=/tmp/site_ours:$PWD/$kit/jaxmarl-src CUDA_VISIBLE_DEVICES= PYTHON=$py SETTINGS=$settings \
-        WORKERS=$workers OMP_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-      exec setsid bash benchmark/smax_hard_10m.sh ) >"$OUT/ours.log" 2>&1 &
-    group=$!  # setsid: the queue and its runs are one process group
-    sleep "${OURS_SECONDS:-480}"
+    queued=$(bash benchmark/smax_hard_10m.sh plan 2>/dev/null | grep -c . || true)
+    label="$(nproc --all)-core CPU of a lent GPU machine, $(( queued < WORKERS ? queued : WORKERS )) runs at once"
+    ( exec setsid bash benchmark/smax_hard_10m.sh ) >>"$log" 2>&1 &
+    group=$!  # setsid did not fork (this shell has no job control): the queue and its runs are one process group
+    sleep 1 && [ "$(ps -o pgid= -p "$group" | tr -d ' ')" = "$group" ] || echo "ours: not a process group: $group" >>"$log"
+    alive() {  # a member of the group that is not a zombie (kill -0 counts those; without ps it is all there is)
+      if command -v ps >/dev/null; then ps -eo pgid=,stat= | awk -v g="$group" '$1 == g && $2 !~ /^Z/ {n++} END {exit n == 0}'
+      else kill -0 -- "-$group" 2>/dev/null; fi
+    }
+    trap 'kill -TERM -- "-$group" 2>/dev/null || true' EXIT  # the runs never outlive this call
+    deadline=$(( SECONDS + ${OURS_SECONDS:-480} ))
+    while alive && [ $SECONDS -lt $deadline ]; do sleep 5; done
     kill -TERM -- "-$group" 2>/dev/null || true  # each run saves its checkpoint at its next step, then exits
-    for _ in $(seq 60); do kill -0 -- "-$group" 2>/dev/null && sleep 1; done
-    kill -KILL -- "-$group" 2>/dev/null && echo "killed after 60 s: a run saved nothing since its last checkpoint" || true
-    PYTHON=$py SETTINGS=$settings bash benchmark/smax_hard_10m.sh keep >/dev/null
-    label="$(nproc)-core CPU of a lent GPU machine, $workers runs at once"
-    kept_steps | "$py" -c "
-import collections, json, sys
+    deadline=$(( SECONDS + 60 ))
+    while alive && [ $SECONDS -lt $deadline ]; do sleep 1; done
+    ! alive || { kill -KILL -- "-$group" && echo "ours: killed after 60 s, unsaved since its last checkpoint" | tee -a "$log"; }
+    for run_log in benchmark/results/smax_hard_10m_*/*.log; do  # the runs' logs stay there: their last lines come back
+      [ -e "$run_log" ] && { echo "== $run_log" && tail -n 3 "$run_log"; } >>"$log"
+    done
+    {  # bookkeeping that may fail without keeping the archives from coming back
+      bash benchmark/smax_hard_10m.sh keep >/dev/null && kept_steps | "$py" -c "
+import json, sys
 before = {tuple(line.split()[:2]): int(line.split()[2]) for line in open('/tmp/kept_before')}
 for line in sys.stdin:  # each run that went on here: [machine, from, to] into its folder's kept/machines.json
     folder, name, step = line.split()
@@ -158,14 +177,27 @@ for line in sys.stdin:  # each run that went on here: [machine, from, to] into i
         seen.setdefault(name, []).append([sys.argv[1], start, int(step)])
         json.dump(seen, open(path, 'w'), indent=1)
         print(f'{folder} {name}: {start} -> {step}')
-" "$label" | tee -a "$OUT/ours.log"
-    for setting in $settings; do  # one archive per folder: a file that comes back holds 16 MiB at most
+" "$label"
+    } 2>&1 | tee -a "$log" || echo "ours: keeping failed (see $log)" | tee -a "$log"
+    for setting in $SETTINGS; do  # one archive per folder: a file that comes back holds 16 MiB at most
       folder=benchmark/results/smax_hard_10m_$setting/kept
       [ ! -d "$folder" ] || tar -czf "$OUT/smax_hard_ours_$setting.tar.gz" "$folder"
     done ;;
-  ours-unpack)  # the kept/ folders of the archives replace ours (commit them)
+  ours-unpack)  # each archive's kept/ folder replaces ours; this machine's runs/ of its runs move aside (to
+    # runs_before_unpack/): mappo.sh resumes from runs/ before kept/, and they are behind
     [ ${#archives[@]} -gt 0 ] || { echo "usage: bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE..." >&2 && exit 2; }
-    for a in "${archives[@]}"; do tar -xzvf "$a"; done ;;
+    for a in "${archives[@]}"; do
+      kept=$(tar -tzf "$a" | sed -n 1p) && kept=${kept%%/kept*}/kept && [[ $kept == benchmark/results/smax_hard_10m_*/kept ]] \
+        || { echo "not an archive of ours: $a" >&2 && exit 2; }
+      rm -rf "$kept" && tar -xzf "$a" && echo "unpacked $kept"
+      for run in "$kept"/*__*; do
+        name=$(basename "$run") && name=${name%.pt} && name=${name%.json.gz} && results=$(dirname "$kept")
+        if [ -d "$results/runs/$name" ]; then
+          mkdir -p "$results/runs_before_unpack" && rm -rf "$results/runs_before_unpack/$name"
+          mv "$results/runs/$name" "$results/runs_before_unpack/" && echo "moved aside: $results/runs/$name"
+        fi
+      done
+    done ;;
   unpack)  # the runs of the archive, each whole, except those this folder has already
     tmp=$(mktemp -d) && tar -xzf "$archive" -C "$tmp"
     for gz in "$tmp/$results"/*.json.gz; do

@@ -115,16 +115,17 @@ def jaxmarl_smax(folder: str) -> list[dict]:
                 run = json.load(f)
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
             meta = run.get("meta", {})  # runs before the device was recorded ran on this machine's CPU
-            device = (meta.get("device", "cpu"), meta.get("runs_at_once"))  # a GPU's runs shared it
+            device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
             runs.setdefault((run["config"]["MAP_NAME"], device), []).append((run["rows"], *evals))  # training, greedy, sampled
     rows = []
-    for (env, (device, at_once)), seeds in runs.items():
+    for (env, (device, at_once, beside)), seeds in runs.items():
         last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
         shared = "alone" if at_once == 1 else f"{at_once} runs at once"
-        row.update(machine=None if device == "cpu" else f"{device}, {shared}")  # None: the folder's machine
+        beside = f", beside {beside} on its CPU" if beside else ""  # device_runs.sh ours on the same call
+        row.update(machine=None if device == "cpu" else f"{device}, {shared}{beside}")  # None: the folder's machine
         rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
     return rows
 
@@ -143,7 +144,8 @@ def elsewhere(folder: str, row: dict) -> str:
             for machine, start, end in parts:
                 away[machine] = away.get(machine, 0) + end - start
     total = sum(row["env_steps"])
-    return "".join(f"; {100 * steps / total:.0f} % of the env steps on {machine}" for machine, steps in sorted(away.items()))
+    share = lambda steps: f"{100 * steps / total:.0f} %" if steps >= total / 200 else "<1 %"  # noqa: E731
+    return "".join(f"; {share(steps)} of the env steps on {machine}" for machine, steps in sorted(away.items()))
 
 
 def duration(seconds) -> str:
