@@ -11,10 +11,10 @@
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
 # Our side of issue 50 on the same call, on the machine's CPU cores while JaxMARL has its GPU:
-#   there:  bash benchmark/jaxmarl/device_runs.sh run & bash benchmark/jaxmarl/device_runs.sh ours; wait
+#   there:  BESIDE="14 CPU runs" bash benchmark/jaxmarl/device_runs.sh run & bash benchmark/jaxmarl/device_runs.sh ours; wait
 #   here:   bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE...   (one archive per settings folder)
 # `ours` runs benchmark/smax_hard_10m.sh's queue (every setting; WORKERS runs at once, default 14 of the 16 cores,
-# one thread each, on the CPU) from the committed kept/ checkpoints for OURS_SECONDS (480), stops the runs (SIGTERM:
+# one thread each, on the CPU) from the committed kept/ checkpoints for OURS_SECONDS (420), stops the runs (SIGTERM:
 # each saves its checkpoint), keeps them (smax_hard_10m.sh keep) and sends back the kept/ folders, with each run's
 # env steps done there added to its folder's kept/machines.json (the README's wall-time cell names that share), and
 # the last lines of the runs' logs in ours.log. Do not run the same queue here meanwhile: unpacking replaces kept/.
@@ -152,7 +152,7 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
       else kill -0 -- "-$group" 2>/dev/null; fi
     }
     trap 'kill -TERM -- "-$group" 2>/dev/null || true' EXIT  # the runs never outlive this call
-    deadline=$(( SECONDS + ${OURS_SECONDS:-480} ))
+    deadline=$(( SECONDS + ${OURS_SECONDS:-420} ))
     while alive && [ $SECONDS -lt $deadline ]; do sleep 5; done
     kill -TERM -- "-$group" 2>/dev/null || true  # each run saves its checkpoint at its next step, then exits
     deadline=$(( SECONDS + 60 ))
