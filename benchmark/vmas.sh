@@ -8,7 +8,8 @@
 #   bash benchmark/vmas.sh benchmarl   # BenchMARL's runs, one at a time: benchmark/results/vmas_benchmarl/
 #                                      # <task>_<algorithm>_seed<N>.json.gz (commit them); finished ones are skipped. A run
 #                                      # saves kept/<name>.pt every 30000 frames and goes on from it when started again:
-#                                      # before a session ends, stop it (kill) and commit kept/. BENCHMARL_PYTHON: its
+#                                      # before a session ends, stop it (pkill -f 'vmas.sh benchmarl', then pkill -f
+#                                      # benchmarl_baseline.py: the loop first) and commit kept/. BENCHMARL_PYTHON: its
 #                                      # venv's python (see benchmark/benchmarl/benchmarl_baseline.py, which says what a
 #                                      # resumed run keeps); ALGORITHMS, TASKS, SEEDS pick runs.
 set -euo pipefail

@@ -43,8 +43,9 @@ iteration, is left out), the Adam states that BenchMARL's checkpoints leave out,
 the rows and wall time so far. Started with FILE present, the run goes on from it: the state loaded as BenchMARL's
 restore does it (Experiment.load_state_dict), the Adam and generator states put back after run() has reseeded them.
 What differs from a run never stopped: the VMAS episodes under way start again (a reset, like a truncation), and
-iterations after the last checkpoint are run again. total_time (wall_time) counts the time of every part, on whatever
-machine ran it.
+iterations after the last checkpoint are run again. The rows' wall_time (BenchMARL's total_time, restored with its
+state) sums the iterations that count, on whatever machine ran them; meta's wall, this runner's clock, adds each
+part's set-up. A checkpoint of another algorithm, task, seed or budget is refused (exit 2).
 """
 
 import argparse
@@ -144,9 +145,9 @@ def set_generator_states(states: dict) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
-def resumable(experiment_class, path: str, saved: dict | None, session_start: float):
-    """BenchMARL's Experiment, saving to `path` where BenchMARL would write its own checkpoint, and going on from
-    `saved` (a checkpoint of this run, or None)"""
+def resumable(experiment_class, path: str, saved: dict | None, session_start: float, run: dict):
+    """BenchMARL's Experiment, saving to `path` (with `run`, what the run is) where BenchMARL would write its own
+    checkpoint, and going on from `saved` (a checkpoint of this run, or None)"""
     import torch
 
     class Resumable(experiment_class):
@@ -166,6 +167,7 @@ def resumable(experiment_class, path: str, saved: dict | None, session_start: fl
                 rows=merge_rows(saved["rows"] if saved else [], read_rows(scalars_folder(str(self.folder_name)))),
                 wall=(saved["wall"] if saved else 0.0) + time.time() - session_start,
                 resumed_at=(saved["resumed_at"] if saved else []),
+                run=run,
             )
             torch.save(state, path + ".tmp")
             os.replace(path + ".tmp", path)  # a run stopped while saving keeps the previous checkpoint
@@ -186,13 +188,16 @@ def main(argv=None):
     if args.evaluation_interval is not None:
         config.evaluation_interval = args.evaluation_interval
     config.loggers, config.render, config.checkpoint_at_end, config.checkpoint_interval = ["csv"], False, False, 0
-    saved = None
+    saved, run = None, dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames)
     if args.checkpoint is not None:
         config.checkpoint_interval, config.exclude_buffer_from_checkpoint = args.checkpoint_interval, True
         if os.path.exists(args.checkpoint):
             import torch
 
             saved = torch.load(args.checkpoint, weights_only=True)
+            if saved.get("run", run) != run:  # (checkpoints before this check hold no "run")
+                print(f"{args.checkpoint} is another run's ({saved['run']}), not {run}: move it away", file=sys.stderr)
+                sys.exit(2)
             saved["resumed_at"].append(saved["experiment"]["state"]["total_frames"])
             print(f"resuming from {args.checkpoint} at {saved['resumed_at'][-1]} frames", file=sys.stderr)
     algorithm = (MappoConfig if args.algorithm == "mappo" else IppoConfig).get_from_yaml()
@@ -200,7 +205,7 @@ def main(argv=None):
     start = time.time()
     with tempfile.TemporaryDirectory() as folder:
         config.save_folder = folder
-        experiment_class = Experiment if args.checkpoint is None else resumable(Experiment, args.checkpoint, saved, start)
+        experiment_class = Experiment if args.checkpoint is None else resumable(Experiment, args.checkpoint, saved, start, run)
         experiment = experiment_class(
             task=task, algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
             critic_model_config=MlpConfig.get_from_yaml(), seed=args.seed, config=config,
