@@ -33,7 +33,8 @@
 # timed alone. Two calls per lent session (15 minutes of device time: the two runs above took 718 s, the machine's
 # start included; the second call must come within the 30 s it stays warm, and must name MAPS and SEEDS: its copy of
 # the tree lacks the first call's results). The session-by-session timings are in git history. Tried here on the CPU
-# with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2").
+# with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2";
+# ours: PYTHON=... WORKERS=1 OURS_SECONDS=120, with torch 2.11.0, jax 0.11.2, jaxtyping, matplotlib, tensorboard).
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # ours-unpack's, before the cd below
