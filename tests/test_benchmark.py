@@ -452,8 +452,8 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     (out / "smax_hard_10m_table2/kept").mkdir()
     (out / "smax_hard_10m_table2/kept/machines.json").write_text(json.dumps(machines))
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 2s3z |" in line]
-    tail = f"(2-core CPU, 2 runs at once; <1 % of the env steps on another machine; 25 % of the env steps on {lent}) |"
-    assert rows[0][8].endswith(tail)  # 500 and 28,800 of 115,200
+    tail = f"(2-core CPU, 2 runs at once; 25 % of the env steps on {lent}; <1 % of the env steps on another machine) |"
+    assert rows[0][8].endswith(tail)  # 28,800 and 500 of 3 x 38,400 (machines in name order)
     [row_3m] = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 3m |" in line]
     assert row_3m[8].endswith("(2-core CPU, 2 runs at once) |")  # all of it here
 

@@ -143,7 +143,7 @@ def elsewhere(folder: str, row: dict) -> str:
         if env == row["env_id"] and int(seed) in row["seeds"]:
             for machine, start, end in parts:
                 away[machine] = away.get(machine, 0) + end - start
-    total = sum(row["env_steps"])
+    total = len(row["seeds"]) * max(row["env_steps"])  # each seed ran to its budget (the distinct ones: env_steps)
     share = lambda steps: f"{100 * steps / total:.0f} %" if steps >= total / 200 else "<1 %"  # noqa: E731
     return "".join(f"; {share(steps)} of the env steps on {machine}" for machine, steps in sorted(away.items()))
 
