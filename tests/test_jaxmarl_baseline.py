@@ -304,3 +304,46 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
         (results / f"mappo_rnn_smax_{map_}_seed{seed}.json.gz").write_bytes(b"")
     out = run()
     assert out.returncode == 2 and "nothing to run" in out.stderr
+
+
+def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):
+    """device_runs.sh ours-unpack: each archive's kept/ folder replaces this machine's (a run finished there leaves no
+    .pt of it here), this machine's runs/ of the unpacked runs move to runs_before_unpack/ (mappo.sh would resume from
+    them before kept/), other runs/ stay; an archive of anything else is refused with exit 2."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    script = tmp_path / "repo" / "benchmark" / "jaxmarl" / "device_runs.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    results = tmp_path / "repo" / "benchmark" / "results" / "smax_hard_10m_paper"
+    (results / "kept").mkdir(parents=True)
+    for name in ("5m_vs_6m__mappo_rnn__1__7.pt", "5m_vs_6m__mappo_rnn__2__8.pt"):
+        (results / "kept" / name).write_text("here")
+    for name in ("5m_vs_6m__mappo_rnn__1__7", "10m_vs_11m__mappo_rnn__1__9"):
+        (results / "runs" / name).mkdir(parents=True)
+    there = tmp_path / "there" / "benchmark" / "results" / "smax_hard_10m_paper" / "kept"
+    there.mkdir(parents=True)
+    for name in ("5m_vs_6m__mappo_rnn__1__7.json.gz", "5m_vs_6m__mappo_rnn__2__8.pt", "machines.json"):
+        (there / name).write_text("there")
+    archive = tmp_path / "smax_hard_ours_paper.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(there, arcname="benchmark/results/smax_hard_10m_paper/kept")
+    unpack = lambda *a: subprocess.run(["bash", str(script), "ours-unpack", *map(str, a)], capture_output=True, text=True)  # noqa: E731
+    done = unpack(archive)
+    assert done.returncode == 0, done.stderr
+    kept = {p.name: p.read_text() for p in (results / "kept").iterdir()}
+    assert kept == {
+        "5m_vs_6m__mappo_rnn__1__7.json.gz": "there",
+        "5m_vs_6m__mappo_rnn__2__8.pt": "there",
+        "machines.json": "there",
+    }
+    assert sorted(p.name for p in (results / "runs").iterdir()) == ["10m_vs_11m__mappo_rnn__1__9"]
+    assert [p.name for p in (results / "runs_before_unpack").iterdir()] == ["5m_vs_6m__mappo_rnn__1__7"]
+    other = tmp_path / "other.tar.gz"
+    with tarfile.open(other, "w:gz") as tar:
+        tar.add(there, arcname="somewhere/else")
+    refused = unpack(other)
+    assert refused.returncode == 2 and "not an archive of ours" in refused.stderr
+    assert unpack().returncode == 2
