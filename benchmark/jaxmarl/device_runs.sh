@@ -11,7 +11,7 @@
 #   there, through the device tool, carrying .device:  bash benchmark/jaxmarl/device_runs.sh run
 #   bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE   # here: the archive that came back
 # Our side of issue 50 on the same call, on the machine's CPU cores while JaxMARL has its GPU:
-#   there:  BESIDE="14 CPU runs" bash benchmark/jaxmarl/device_runs.sh run & bash benchmark/jaxmarl/device_runs.sh ours; wait
+#   there:  bash benchmark/jaxmarl/device_runs.sh both   # run and ours at once, BESIDE set
 #   here:   bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE...   (one archive per settings folder)
 # `ours` runs benchmark/smax_hard_10m.sh's queue (every setting; WORKERS runs at once, default 14 of the 16 cores,
 # one thread each, on the CPU) from the committed kept/ checkpoints for OURS_SECONDS (420), stops the runs (SIGTERM:
@@ -184,6 +184,11 @@ for line in sys.stdin:  # each run that went on here: [machine, from, to] into i
       folder=benchmark/results/smax_hard_10m_$setting/kept
       [ ! -d "$folder" ] || tar -czf "$OUT/smax_hard_ours_$setting.tar.gz" "$folder"
     done ;;
+  both)  # JaxMARL's run on the GPU and ours on the CPU cores, at once
+    BESIDE="${WORKERS:-14} CPU runs" bash benchmark/jaxmarl/device_runs.sh run & jaxmarl=$!
+    status=0 && bash benchmark/jaxmarl/device_runs.sh ours || status=$?
+    wait "$jaxmarl" || status=$?
+    exit $status ;;
   ours-unpack)  # each archive's kept/ folder replaces ours; this machine's runs/ of its runs move aside (to
     # runs_before_unpack/): mappo.sh resumes from runs/ before kept/, and they are behind
     [ ${#archives[@]} -gt 0 ] || { echo "usage: bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE..." >&2 && exit 2; }
@@ -211,5 +216,5 @@ for line in sys.stdin:  # each run that went on here: [machine, from, to] into i
       [ -e "$log" ] && cat "$log" >>"$results/$(basename "$log")"
     done
     rm -rf "$tmp" ;;
-  *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE|ours|ours-unpack ARCHIVE..." >&2 && exit 2 ;;
+  *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE|ours|both|ours-unpack ARCHIVE..." >&2 && exit 2 ;;
 esac
