@@ -18,6 +18,8 @@
 # each saves its checkpoint), keeps them (smax_hard_10m.sh keep) and sends back the kept/ folders, with each run's
 # env steps done there added to its folder's kept/machines.json (the README's wall-time cell names that share), and
 # the last lines of the runs' logs in ours.log. Do not run the same queue here meanwhile: unpacking replaces kept/.
+# A second call on the still-warm machine goes on from the first's kept/ (kept in its /tmp), where the tree it was
+# sent is not ahead: unpack the last call's archives (each holds all calls so far).
 # BESIDE, for `run` on such a call (e.g. BESIDE="14 CPU runs"), goes into each JaxMARL run's JSON and the README's
 # label: its GPU was its own, the machine's CPU was not.
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
@@ -142,6 +144,17 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
     if ! "$py" -c "import tyro, torch.utils.tensorboard, jaxmarl" >>"$log" 2>&1; then
       echo "ours: our scripts' imports fail here (see $log)" | tee -a "$log" && exit 1
     fi
+    state=/tmp/ours_state  # a warm machine keeps /tmp: the kept/ folders that this session's last call sent back
+    if [ -d "$state" ]; then  # the tree came from here before that call: go on from the state where it is ahead
+      kept_steps >/tmp/kept_tree && (cd "$state" && kept_steps) >/tmp/kept_state
+      if "$py" -c "import sys; steps = lambda f: {tuple(l.split()[:2]): int(l.split()[2]) for l in open(f)}
+tree, state = steps('/tmp/kept_tree'), steps('/tmp/kept_state')
+sys.exit(0 if all(state.get(run, -1) >= step for run, step in tree.items()) else 1)"; then
+        cp -r "$state"/benchmark . && echo "ours: going on from this machine's last call" | tee -a "$log"
+      else
+        echo "ours: the tree is ahead of this machine's last call: going on from the tree" | tee -a "$log"
+      fi
+    fi
     kept_steps >/tmp/kept_before
     queued=$(bash benchmark/smax_hard_10m.sh plan 2>/dev/null | grep -c . || true)
     label="$(nproc --all)-core CPU of a lent GPU machine, $(( queued < WORKERS ? queued : WORKERS )) runs at once"
@@ -180,9 +193,12 @@ for line in sys.stdin:  # each run that went on here: [machine, from, to] into i
         print(f'{folder} {name}: {start} -> {step}')
 " "$label"
     } 2>&1 | tee -a "$log" || echo "ours: keeping failed (see $log)" | tee -a "$log"
+    rm -rf "$state"
     for setting in $SETTINGS; do  # one archive per folder: a file that comes back holds 16 MiB at most
       folder=benchmark/results/smax_hard_10m_$setting/kept
-      [ ! -d "$folder" ] || tar -czf "$OUT/smax_hard_ours_$setting.tar.gz" "$folder"
+      [ -d "$folder" ] || continue
+      tar -czf "$OUT/smax_hard_ours_$setting.tar.gz" "$folder"
+      mkdir -p "$state/$folder" && cp -r "$folder"/. "$state/$folder"/  # for this session's next call
     done ;;
   both)  # JaxMARL's run on the GPU and ours on the CPU cores, at once
     BESIDE="${WORKERS:-14} CPU runs" bash benchmark/jaxmarl/device_runs.sh run & jaxmarl=$!
