@@ -150,7 +150,10 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
       if "$py" -c "import sys; steps = lambda f: {tuple(l.split()[:2]): int(l.split()[2]) for l in open(f)}
 tree, state = steps('/tmp/kept_tree'), steps('/tmp/kept_state')
 sys.exit(0 if all(state.get(run, -1) >= step for run, step in tree.items()) else 1)"; then
-        cp -r "$state"/benchmark . && echo "ours: going on from this machine's last call" | tee -a "$log"
+        for folder in "$state"/benchmark/results/*/kept; do  # each folder whole (a run finished there has no .pt)
+          rm -rf "${folder#"$state"/}" && cp -r "$folder" "${folder#"$state"/}"
+        done
+        echo "ours: going on from this machine's last call" | tee -a "$log"
       else
         echo "ours: the tree is ahead of this machine's last call: going on from the tree" | tee -a "$log"
       fi
