@@ -72,3 +72,10 @@ def test_generator_states_survive_a_weights_only_checkpoint(tmp_path):
     got = (torch.rand(4), np.random.rand(4), np.random.randn(), [random.random() for _ in range(4)])
     assert torch.equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
     assert got[2] == expected[2] and got[3] == expected[3]
+
+
+def test_a_new_run_starts_with_nothing_so_far_and_a_resumed_one_with_its_checkpoints():
+    runner = load_runner()
+    assert runner.so_far(None) == dict(rows=[], wall=0.0, resumed_at=[])
+    saved = dict(rows=[dict(step=6000)], wall=12.5, resumed_at=[6000], experiment={}, run={})
+    assert runner.so_far(saved) == dict(rows=[dict(step=6000)], wall=12.5, resumed_at=[6000])

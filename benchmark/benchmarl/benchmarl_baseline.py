@@ -145,10 +145,17 @@ def set_generator_states(states: dict) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
+def so_far(saved: dict | None) -> dict:
+    """What the sessions before this one left: their rows, run time and where each resumed (nothing for a new run)"""
+    return {key: saved[key] for key in ("rows", "wall", "resumed_at")} if saved else dict(rows=[], wall=0.0, resumed_at=[])
+
+
 def resumable(experiment_class, path: str, saved: dict | None, session_start: float, run: dict):
     """BenchMARL's Experiment, saving to `path` (with `run`, what the run is) where BenchMARL would write its own
     checkpoint, and going on from `saved` (a checkpoint of this run, or None)"""
     import torch
+
+    before = so_far(saved)
 
     class Resumable(experiment_class):
         def _collection_loop(self):  # run() has just reseeded every generator: a resumed run takes its own back
@@ -164,9 +171,9 @@ def resumable(experiment_class, path: str, saved: dict | None, session_start: fl
                 experiment=self.state_dict(),
                 optimizers={g: {n: o.state_dict() for n, o in opts.items()} for g, opts in self.optimizers.items()},
                 generators=generator_states(),
-                rows=merge_rows(saved["rows"] if saved else [], read_rows(scalars_folder(str(self.folder_name)))),
-                wall=(saved["wall"] if saved else 0.0) + time.time() - session_start,
-                resumed_at=(saved["resumed_at"] if saved else []),
+                rows=merge_rows(before["rows"], read_rows(scalars_folder(str(self.folder_name)))),
+                wall=before["wall"] + time.time() - session_start,
+                resumed_at=before["resumed_at"],
                 run=run,
             )
             torch.save(state, path + ".tmp")
@@ -202,7 +209,7 @@ def main(argv=None):
             print(f"resuming from {args.checkpoint} at {saved['resumed_at'][-1]} frames", file=sys.stderr)
     algorithm = (MappoConfig if args.algorithm == "mappo" else IppoConfig).get_from_yaml()
     task = getattr(VmasTask, args.task.upper()).get_from_yaml()
-    start = time.time()
+    before, start = so_far(saved), time.time()
     with tempfile.TemporaryDirectory() as folder:
         config.save_folder = folder
         experiment_class = Experiment if args.checkpoint is None else resumable(Experiment, args.checkpoint, saved, start, run)
@@ -213,10 +220,10 @@ def main(argv=None):
         if saved is not None:
             experiment.load_state_dict(saved["experiment"])  # what BenchMARL's restore_file does
         experiment.run()
-        rows = merge_rows(saved["rows"] if saved else [], read_rows(scalars_folder(folder)))
-    wall = (saved["wall"] if saved else 0.0) + time.time() - start
+        rows = merge_rows(before["rows"], read_rows(scalars_folder(folder)))
+    wall = before["wall"] + time.time() - start
     meta = dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames, wall=wall)
-    meta["resumed_at"] = saved["resumed_at"] if saved else []
+    meta["resumed_at"] = before["resumed_at"]
     meta.update(sps=speed(rows), experiment=dataclasses.asdict(config), algorithm_config=dataclasses.asdict(algorithm))
     meta["task_config"] = dict(task.config)
     with open(args.out, "w") as f:
