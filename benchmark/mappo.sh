@@ -44,15 +44,16 @@ budget() {  # env steps per run: BUDGETS if it names the env, else the budgets o
   esac
 }
 
-progress() {  # checkpoint, env steps -> exit 0: it has done every update of that budget, 3: not yet, other: unreadable
+progress() {  # checkpoint, env steps -> prints its updates done; exit 0: it has done every update of that budget,
+  # 3: not yet, other: unreadable
   "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True, map_location='cpu'); a = c['args']
-sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
+print(c['iteration']); sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
 }
 
 # Every run saves a checkpoint every 10 updates and at the end: run this script again (same variables) after it was
-# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume (from OUT/runs, or
-# from KEEP where OUT/runs has none). Runs are found by their run name <env>__<script name>__<seed>__<start time>, so
-# keep --exp-name out of EXTRA.
+# stopped, even by a kill, and finished runs are skipped while unfinished ones go on with --resume, from OUT/runs or
+# from KEEP, whichever is further on (KEEP is ahead where it came from another machine). Runs are found by their run
+# name <env>__<script name>__<seed>__<start time>, so keep --exp-name out of EXTRA.
 plan() {  # one command line per run still to do; with "keep", no runs: what KEEP needs instead
   for env in $ENV_IDS; do
     for seed in ${SEEDS:-$(seq 1 "$NUM_SEEDS")}; do
@@ -60,24 +61,29 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
       log="${env//\//-}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
       name="${env//\//-}__${exp}__${seed}__"
       ckpt=$(ls -t "$OUT"/runs/"$name"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
-      status=0
-      [ -z "$ckpt" ] || progress "$ckpt" "$steps" || status=$?
-      if [ "${1:-}" = keep ]; then
-        if [ -n "$ckpt" ] && [ "$status" = 0 ]; then  # finished: its eval summary is all that is left to keep
+      kept=$(ls -t "$KEEP/$name"*.pt 2>/dev/null | head -n 1 || true)
+      status=0 kept_status=0 at=-1 kept_at=-1
+      [ -z "$ckpt" ] || at=$(progress "$ckpt" "$steps") || status=$?
+      [ -z "$kept" ] || kept_at=$(progress "$kept" "$steps") || kept_status=$?
+      at=${at:--1} kept_at=${kept_at:--1}  # (an unreadable checkpoint prints nothing)
+      if [ -n "$ckpt" ] && [ "$status" = 0 ]; then  # finished here
+        if [ "${1:-}" = keep ]; then  # its eval summary is all that is left to keep
           gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$KEEP/$(basename "$(dirname "$ckpt")").json.gz"
           rm -f "$KEEP/$name"*.pt
-        elif [ -n "$ckpt" ] && [ "$status" = 3 ]; then
-          cp "$ckpt" "$KEEP/$(basename "$(dirname "$ckpt")").pt"
+        else
+          echo "done already: $ckpt" >&2
         fi
         continue
-      fi
-      if [ -z "$ckpt" ] && ls "$KEEP/$name"*.json.gz >/dev/null 2>&1; then
-        echo "done already: $(ls "$KEEP/$name"*.json.gz)" >&2
+      elif ls "$KEEP/$name"*.json.gz >/dev/null 2>&1; then  # finished elsewhere: runs/ holds an older part of it
+        [ "${1:-}" = keep ] || echo "done already: $(ls "$KEEP/$name"*.json.gz)" >&2
         continue
-      elif [ -z "$ckpt" ]; then
-        ckpt=$(ls -t "$KEEP/$name"*.pt 2>/dev/null | head -n 1 || true)
-        [ -z "$ckpt" ] || progress "$ckpt" "$steps" || status=$?
+      elif [ -n "$ckpt" ] && [ "$status" = 3 ] && [ "$at" -ge "$kept_at" ]; then
+        [ "${1:-}" != keep ] || cp "$ckpt" "$KEEP/$(basename "$(dirname "$ckpt")").pt"  # for git
+      elif [ -n "$kept" ]; then  # KEEP is ahead of runs/, or runs/ has none
+        [ -z "$ckpt" ] || [ "$status" != 3 ] || echo "$kept ($kept_at updates) is ahead of $ckpt ($at): going on from it" >&2
+        ckpt=$kept status=$kept_status
       fi
+      [ "${1:-}" != keep ] || continue
       if [ -z "$ckpt" ]; then
         run=(--env-id "$env" --seed "$seed")
       elif [ "$status" = 0 ]; then

@@ -233,6 +233,45 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     assert not (tmp_path / "runs").exists() and table == (tmp_path / "summary.md").read_text()
 
 
+def test_benchmark_script_goes_on_from_whichever_of_runs_and_kept_is_ahead(tmp_path, run_script):
+    """benchmark/mappo.sh: kept/ ahead of runs/ (it came back from another machine) is resumed and never overwritten by
+    `keep`; a run finished in kept/ is done, whatever runs/ holds of it."""
+    small = ["--num-envs", "4", "--eval-episodes", "2"]  # 100 env steps per update
+    run_script(
+        "mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "200", "--save-interval", "1", *small
+    )
+    [run] = run_dirs(tmp_path)
+    name, ckpt_path = os.path.basename(run), os.path.join(run, "mappo.pt")
+    shutil.copy(ckpt_path, tmp_path / "behind.pt")  # 2 updates
+    env = dict(os.environ, OUT=str(tmp_path), ENV_IDS="simple_spread_v3", NUM_SEEDS="1", PYTHON=sys.executable)
+    env.update(EXTRA=" ".join(small))
+
+    def bench(*words, budget):
+        return subprocess.run(
+            ["bash", str(ROOT / "benchmark" / "mappo.sh"), *words], env=dict(env, TOTAL_TIMESTEPS=str(budget)),
+            capture_output=True, text=True,
+        )  # fmt: skip
+
+    assert bench(budget=300).returncode == 0  # on to 3 updates here, as on another machine
+    assert bench("keep", budget=400).returncode == 0
+    kept = tmp_path / "kept" / f"{name}.pt"
+    assert torch.load(kept, weights_only=True)["iteration"] == 3
+    shutil.copy(tmp_path / "behind.pt", ckpt_path)  # this machine's runs/ is left behind: 2 updates
+    assert bench("keep", budget=400).returncode == 0 and torch.load(kept, weights_only=True)["iteration"] == 3
+    plan = bench("plan", budget=400)
+    assert f"--resume {kept}" in plan.stdout and "is ahead of" in plan.stderr, (plan.stdout, plan.stderr)
+    # runs/ ahead again (the same run went on here): runs/ is what plan resumes and keep keeps
+    assert bench(budget=400).returncode == 0 and torch.load(ckpt_path, weights_only=True)["iteration"] == 4
+    assert bench("keep", budget=500).returncode == 0 and torch.load(kept, weights_only=True)["iteration"] == 4
+    assert f"--resume {ckpt_path}" in bench("plan", budget=500).stdout
+    # finished (kept/ holds its eval summary) while runs/ holds an older part of it: done, and keep adds no checkpoint
+    assert bench("keep", budget=400).returncode == 0 and os.listdir(tmp_path / "kept") == [f"{name}.json.gz"]
+    shutil.copy(tmp_path / "behind.pt", ckpt_path)
+    plan = bench("plan", budget=400)
+    assert plan.stdout == "" and "done already" in plan.stderr
+    assert bench("keep", budget=400).returncode == 0 and os.listdir(tmp_path / "kept") == [f"{name}.json.gz"]
+
+
 def test_async_throughput_table():
     """benchmark/measure/async_throughput.py's table: each run against mappo.py on the same env, and against one split with the
     same number of clients"""

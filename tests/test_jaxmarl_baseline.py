@@ -308,8 +308,8 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
 
 def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):
     """device_runs.sh ours-unpack: each archive's kept/ folder replaces this machine's (a run finished there leaves no
-    .pt of it here), this machine's runs/ of the unpacked runs move to runs_before_unpack/ (mappo.sh would resume from
-    them before kept/), other runs/ stay; an archive of anything else is refused with exit 2."""
+    .pt of it here), this machine's runs/ of the unpacked runs move to runs_before_unpack/ (they are behind), other
+    runs/ stay; an archive of anything else is refused with exit 2."""
     import shutil
     import subprocess
     import tarfile

@@ -209,7 +209,7 @@ for line in sys.stdin:  # each run that went on here: [machine, from, to] into i
     wait "$jaxmarl" || status=$?
     exit $status ;;
   ours-unpack)  # each archive's kept/ folder replaces ours; this machine's runs/ of its runs move aside (to
-    # runs_before_unpack/): mappo.sh resumes from runs/ before kept/, and they are behind
+    # runs_before_unpack/): they are behind (mappo.sh would go on from kept/ anyway), and their logs would pass for today's
     [ ${#archives[@]} -gt 0 ] || { echo "usage: bash benchmark/jaxmarl/device_runs.sh ours-unpack ARCHIVE..." >&2 && exit 2; }
     for a in "${archives[@]}"; do
       kept=$(tar -tzf "$a" | sed -n 1p) && kept=${kept%%/kept*}/kept && [[ $kept == benchmark/results/smax_hard_10m_*/kept ]] \
