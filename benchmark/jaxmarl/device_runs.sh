@@ -68,6 +68,9 @@ for path in sorted(glob.glob("benchmark/results/smax_hard_10m_*/kept/*__*")):
 PY
 }
 
+# kept_steps' lines read back in Python: steps(file) -> {(folder, run name): env steps}
+read_steps="steps = lambda path: {tuple(line.split()[:2]): int(line.split()[2]) for line in open(path)}"
+
 case ${1:-} in
   prepare)
     src=${JAXMARL_DIR:-/work/jaxmarl-src}
@@ -147,7 +150,7 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
     state=/tmp/ours_state  # a warm machine keeps /tmp: the kept/ folders that this session's last call sent back
     if [ -d "$state" ]; then  # the tree came from here before that call: go on from the state where it is ahead
       kept_steps >/tmp/kept_tree && (cd "$state" && kept_steps) >/tmp/kept_state
-      if "$py" -c "import sys; steps = lambda f: {tuple(l.split()[:2]): int(l.split()[2]) for l in open(f)}
+      if "$py" -c "import sys; $read_steps
 tree, state = steps('/tmp/kept_tree'), steps('/tmp/kept_state')
 sys.exit(0 if all(state.get(run, -1) >= step for run, step in tree.items()) else 1)"; then
         for folder in "$state"/benchmark/results/*/kept; do  # each folder whole (a run finished there has no .pt)
@@ -179,19 +182,17 @@ sys.exit(0 if all(state.get(run, -1) >= step for run, step in tree.items()) else
       [ -e "$run_log" ] && { echo "== $run_log" && tail -n 3 "$run_log"; } >>"$log"
     done
     {  # bookkeeping that may fail without keeping the archives from coming back
-      bash benchmark/smax_hard_10m.sh keep >/dev/null && kept_steps | "$py" -c "
-import json, sys
-before = {tuple(line.split()[:2]): int(line.split()[2]) for line in open('/tmp/kept_before')}
-for line in sys.stdin:  # each run that went on here: [machine, from, to] into its folder's kept/machines.json
-    folder, name, step = line.split()
-    start = before.get((folder, name), 0)
-    if int(step) > start:
+      bash benchmark/smax_hard_10m.sh keep >/dev/null && kept_steps >/tmp/kept_after && "$py" -c "import json, sys; $read_steps
+before = steps('/tmp/kept_before')
+for (folder, name), step in steps('/tmp/kept_after').items():  # each run that went on here: [machine, from, to]
+    start = before.get((folder, name), 0)  # into its folder's kept/machines.json
+    if step > start:
         path = f'{folder}/kept/machines.json'
         try:
             seen = json.load(open(path))
         except FileNotFoundError:
             seen = {}
-        seen.setdefault(name, []).append([sys.argv[1], start, int(step)])
+        seen.setdefault(name, []).append([sys.argv[1], start, step])
         json.dump(seen, open(path, 'w'), indent=1)
         print(f'{folder} {name}: {start} -> {step}')
 " "$label"
