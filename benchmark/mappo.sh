@@ -44,10 +44,14 @@ budget() {  # env steps per run: BUDGETS if it names the env, else the budgets o
   esac
 }
 
-progress() {  # checkpoint, env steps -> prints its updates done; exit 0: it has done every update of that budget,
+progress() {  # checkpoint, env steps -> prints its env steps done; exit 0: it has done every update of that budget,
   # 3: not yet, other: unreadable
   "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True, map_location='cpu'); a = c['args']
-print(c['iteration']); sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
+print(c['global_step']); sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
+}
+
+summary_steps() {  # a kept eval summary (.json.gz) -> the env steps its run had done
+  "$PYTHON" -c "import gzip, json, sys; print(json.load(gzip.open(sys.argv[1], 'rt'))['global_step'])" "$1"
 }
 
 # Every run saves a checkpoint every 10 updates and at the end: run this script again (same variables) after it was
@@ -62,10 +66,12 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
       name="${env//\//-}__${exp}__${seed}__"
       ckpt=$(ls -t "$OUT"/runs/"$name"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
       kept=$(ls -t "$KEEP/$name"*.pt 2>/dev/null | head -n 1 || true)
+      summary=$(ls -t "$KEEP/$name"*.json.gz 2>/dev/null | head -n 1 || true)
       status=0 kept_status=0 at=-1 kept_at=-1
       [ -z "$ckpt" ] || at=$(progress "$ckpt" "$steps") || status=$?
-      [ -z "$kept" ] || kept_at=$(progress "$kept" "$steps") || kept_status=$?
-      at=${at:--1} kept_at=${kept_at:--1}  # (an unreadable checkpoint prints nothing)
+      [ -z "$kept" ] || { [ -n "$ckpt" ] && [ "$status" = 0 ]; } || kept_at=$(progress "$kept" "$steps") || kept_status=$?
+      [[ $at =~ ^[0-9]+$ ]] || at=-1  # (an unreadable checkpoint prints nothing)
+      [[ $kept_at =~ ^[0-9]+$ ]] || kept_at=-1
       if [ -n "$ckpt" ] && [ "$status" = 0 ]; then  # finished here
         if [ "${1:-}" = keep ]; then  # its eval summary is all that is left to keep
           gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$KEEP/$(basename "$(dirname "$ckpt")").json.gz"
@@ -74,13 +80,14 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
           echo "done already: $ckpt" >&2
         fi
         continue
-      elif ls "$KEEP/$name"*.json.gz >/dev/null 2>&1; then  # finished elsewhere: runs/ holds an older part of it
-        [ "${1:-}" = keep ] || echo "done already: $(ls "$KEEP/$name"*.json.gz)" >&2
-        continue
+      elif [ -n "$summary" ] && { [ "$status" != 3 ] || [ "$at" -lt "$(summary_steps "$summary")" ]; }; then
+        [ "${1:-}" = keep ] || echo "done already: $summary" >&2  # runs/ holds an older part of it, or nothing
+        continue  # (the finished run itself, given a larger budget, goes on from runs/ below)
       elif [ -n "$ckpt" ] && [ "$status" = 3 ] && [ "$at" -ge "$kept_at" ]; then
         [ "${1:-}" != keep ] || cp "$ckpt" "$KEEP/$(basename "$(dirname "$ckpt")").pt"  # for git
       elif [ -n "$kept" ]; then  # KEEP is ahead of runs/, or runs/ has none
-        [ -z "$ckpt" ] || [ "$status" != 3 ] || echo "$kept ($kept_at updates) is ahead of $ckpt ($at): going on from it" >&2
+        [ "${1:-}" = keep ] || [ -z "$ckpt" ] || [ "$status" != 3 ] ||
+          echo "$kept ($kept_at env steps) is ahead of $ckpt ($at): going on from it" >&2
         ckpt=$kept status=$kept_status
       fi
       [ "${1:-}" != keep ] || continue

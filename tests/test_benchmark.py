@@ -235,7 +235,7 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
 
 def test_benchmark_script_goes_on_from_whichever_of_runs_and_kept_is_ahead(tmp_path, run_script):
     """benchmark/mappo.sh: kept/ ahead of runs/ (it came back from another machine) is resumed and never overwritten by
-    `keep`; a run finished in kept/ is done, whatever runs/ holds of it."""
+    `keep`; a run finished in kept/ is done, whatever older part of it runs/ holds."""
     small = ["--num-envs", "4", "--eval-episodes", "2"]  # 100 env steps per update
     run_script(
         "mappo.py", "--env-id", "simple_spread_v3", "--seed", "1", "--total-timesteps", "200", "--save-interval", "1", *small
@@ -266,10 +266,11 @@ def test_benchmark_script_goes_on_from_whichever_of_runs_and_kept_is_ahead(tmp_p
     assert f"--resume {ckpt_path}" in bench("plan", budget=500).stdout
     # finished (kept/ holds its eval summary) while runs/ holds an older part of it: done, and keep adds no checkpoint
     assert bench("keep", budget=400).returncode == 0 and os.listdir(tmp_path / "kept") == [f"{name}.json.gz"]
+    assert f"--resume {ckpt_path}" in bench("plan", budget=500).stdout  # the finished run itself, a larger budget
     shutil.copy(tmp_path / "behind.pt", ckpt_path)
-    plan = bench("plan", budget=400)
+    plan = bench("plan", budget=500)
     assert plan.stdout == "" and "done already" in plan.stderr
-    assert bench("keep", budget=400).returncode == 0 and os.listdir(tmp_path / "kept") == [f"{name}.json.gz"]
+    assert bench("keep", budget=500).returncode == 0 and os.listdir(tmp_path / "kept") == [f"{name}.json.gz"]
 
 
 def test_async_throughput_table():
