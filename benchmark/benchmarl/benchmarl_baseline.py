@@ -1,14 +1,15 @@
 """Run BenchMARL's MAPPO or IPPO on a VMAS task with BenchMARL's own configs, and record its learning curve and speed,
 to compare with mappo.py and ippo.py (--env-id vmas/<task>) on the same machine.
 
-Nothing of BenchMARL is copied here: its experiment, algorithm, model and task configs are loaded from the yaml files
-it ships (`ExperimentConfig.get_from_yaml()`, `MappoConfig` / `IppoConfig`, `MlpConfig` for actor and critic,
+Nothing of BenchMARL is copied here: its experiment, algorithm, model and task configs are loaded from the yaml files it
+ships (`ExperimentConfig.get_from_yaml()`, `MappoConfig` / `IppoConfig`, `MlpConfig` for actor and critic,
 `VmasTask.<TASK>`), and only these are changed: max_n_frames (--max-n-frames, the budget), the loggers (csv only: no
-wandb), no rendering, none of its own checkpoints (--checkpoint below writes this runner's), the run folder (a
-temporary one), and the evaluation interval if --evaluation-interval is given. Its defaults (BenchMARL 1.5.2, conf/experiment/base_experiment.yaml): 6000 frames per
-batch from 10 envs per worker, 45 minibatch iterations of 400, lr 5e-5, gamma 0.99, max_n_frames 3M, evaluation every
-120000 frames over 10 episodes with deterministic actions; MAPPO and IPPO with their own yaml (clip 0.2, entropy
-0, GAE lambda 0.9, squared-error critic loss, a tanh-squashed Gaussian policy with a softplus-mapped scale).
+wandb), no rendering, none of its own checkpoints (--checkpoint below writes this runner's), the run folder (a temporary
+one), and the evaluation interval if --evaluation-interval is given. Its defaults (BenchMARL 1.5.2,
+conf/experiment/base_experiment.yaml): 6000 frames per batch from 10 envs per worker, 45 minibatch iterations of 400, lr
+5e-5, gamma 0.99, max_n_frames 3M, evaluation every 120000 frames over 10 episodes with deterministic actions; MAPPO and
+IPPO with their own yaml (clip 0.2, entropy 0, GAE lambda 0.9, squared-error critic loss, a tanh-squashed Gaussian
+policy with a softplus-mapped scale).
 
 Install (a separate venv, not the repo's; torch's CPU wheel first, and the torchvision built for it, or pip replaces
 them with CUDA builds):
