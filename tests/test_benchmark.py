@@ -3,6 +3,7 @@ writes),
 benchmark/mappo.sh's resume of an unfinished run and skip of a finished one, and benchmark/measure/async_throughput.py's table
 and simulated env."""
 
+import functools
 import gzip
 import json
 import os
@@ -191,6 +192,11 @@ def test_mean_and_band_over_seeds():
     assert np.all((0.0 < low) & (low < mean) & (mean < high) & (high < 1.0)) and mean == pytest.approx([x.mean()] * 2)
 
 
+def mappo_sh(*words, env):
+    """bash benchmark/mappo.sh WORDS with the environment `env`: the finished process, its output as text"""
+    return subprocess.run(["bash", str(ROOT / "benchmark" / "mappo.sh"), *words], env=env, capture_output=True, text=True)
+
+
 def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     """benchmark/mappo.sh: an unfinished run (its last checkpoint) goes on with --resume; a finished one is skipped."""
     small = ["--num-envs", "4", "--eval-episodes", "2"]  # 4 envs x 25 steps = 100 env steps per update
@@ -203,9 +209,7 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 2
     env = dict(os.environ, OUT=str(tmp_path), ENV_IDS="simple_spread_v3", NUM_SEEDS="1", TOTAL_TIMESTEPS="300")
     env.update(EXTRA=" ".join(small), PYTHON=sys.executable)
-
-    def bench(*words):
-        return subprocess.run(["bash", str(ROOT / "benchmark" / "mappo.sh"), *words], env=env, capture_output=True, text=True)
+    bench = functools.partial(mappo_sh, env=env)
 
     # `keep` copies the unfinished run's checkpoint to kept/, for git; a fresh machine has only that
     kept, name = tmp_path / "kept", os.path.basename(run)
@@ -247,10 +251,7 @@ def test_benchmark_script_goes_on_from_whichever_of_runs_and_kept_is_ahead(tmp_p
     env.update(EXTRA=" ".join(small))
 
     def bench(*words, budget):
-        return subprocess.run(
-            ["bash", str(ROOT / "benchmark" / "mappo.sh"), *words], env=dict(env, TOTAL_TIMESTEPS=str(budget)),
-            capture_output=True, text=True,
-        )  # fmt: skip
+        return mappo_sh(*words, env=dict(env, TOTAL_TIMESTEPS=str(budget)))
 
     assert bench(budget=300).returncode == 0  # on to 3 updates here, as on another machine
     assert bench("keep", budget=400).returncode == 0
@@ -346,11 +347,9 @@ def test_benchmark_runs_keep_freed_memory_unless_told_otherwise(tmp_path):
     env.pop("MALLOC_TOP_PAD_", None)
 
     def plan(**extra):
-        out = subprocess.run(
-            ["bash", str(ROOT / "benchmark" / "mappo.sh"), "plan"], env=dict(env, **extra), capture_output=True
-        )
+        out = mappo_sh("plan", env=dict(env, **extra))
         assert out.returncode == 0, out.stderr
-        return out.stdout.decode().splitlines()
+        return out.stdout.splitlines()
 
     lines = plan()
     assert len(lines) == 2 and all("&& MALLOC_TOP_PAD_=4294967296 python " in line for line in lines), lines
