@@ -201,7 +201,7 @@ def smax_10m(*folders: str) -> str:
             )
         for a in anchors["smax"].get(env, []):
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
-                who, steps, value = f"{a['name']}, tuned per map (published plot)", a["budget"], f"~{a['value']}"
+                who, steps, value = f"{a['name']}, {a['config']} (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
     figures = "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
     if any(f.endswith("_jaxmarl") for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
