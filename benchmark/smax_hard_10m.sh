@@ -27,8 +27,12 @@
 # sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run is one jitted
 # scan and cannot resume: one cut short starts again, so start it early in a sitting. Finished runs go to
 # benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
-# (commit them) and are skipped; logs: <name>.log there, appended to.
-# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON.
+# (commit them) and are skipped; logs: <name>.log there, appended to. JAXMARL_VALUES=mava: the same runs with Mava's SMAX
+# sweep values on JaxMARL's config (jaxmarl_baseline.py --values mava: LR 0.004 constant, 2 epochs x 2 mini-batches,
+# gradient norm 0.5; otherwise the two configs agree), into benchmark/results/smax_hard_10m_mava_jaxmarl: Mava's
+# published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4).
+# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
+# jaxmarl: MAPS, JAXMARL_VALUES (own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
@@ -36,7 +40,8 @@ WORKERS=${WORKERS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
 jaxmarl() {
-  local out=benchmark/results/smax_hard_10m_jaxmarl python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
+  local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
+  [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
   local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-1 2 3}; do
@@ -45,7 +50,7 @@ jaxmarl() {
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
         rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
         if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
-          --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
+          --values "$values" --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
           gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
         else
           echo "failed: $name, see $log" >&2 && failed=1 && continue

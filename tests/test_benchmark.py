@@ -531,6 +531,17 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=meta), f)
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert rows[1][8] == "2.5 min (NVIDIA H200, alone, beside 14 CPU runs on its CPU) |"
+    shutil.copytree(jaxmarl, out / "smax_hard_10m_mava_jaxmarl")  # Mava's values on JaxMARL's config, named so
+    table = update_readme.smax_10m("smax_hard_10m_jaxmarl", "smax_hard_10m_mava_jaxmarl").splitlines()
+    labels = [line.split(" | ")[1] for line in table if "| 2s3z |" in line]
+    assert len(labels) == 5 and labels[0] == labels[1] and labels[4].startswith("Mava rec-MAPPO")  # here, a GPU, published
+    assert (
+        labels[2]
+        == labels[3]
+        == update_readme.SMAX_SETTINGS["smax_hard_10m_mava_jaxmarl"][0]
+        + ", "
+        + ("Mava's SMAX values (lr 4e-3 constant, 2 epochs x 2 mini-batches, gradient norm 0.5), run by us")
+    )
     assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 
@@ -644,7 +655,7 @@ FAKE_JAXMARL_SMAX = """import json, os, sys
 words = [w for w in sys.argv[2:] if w != "--sample"]  # the one flag without a value
 script, args = os.path.basename(sys.argv[1]), dict(zip(words[::2], words[1::2]))
 with open(os.environ["CALLS"], "a") as f:
-    f.write(script + "\\n")
+    f.write(script + (" --values " + args["--values"] if "--values" in args else "") + "\\n")
 if script == "jaxmarl_baseline.py":
     if args["--map"] == os.environ.get("FAIL_MAP"):
         sys.exit("error: only 1 of 610 updates were logged")
@@ -669,9 +680,9 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     fake.chmod(0o755)
     calls = tmp_path / "calls"
 
-    def run(fail_map=""):
+    def run(fail_map="", values="own"):
         calls.write_text("")
-        env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, SEEDS="1")
+        env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, SEEDS="1", JAXMARL_VALUES=values)
         env["MAPS"] = "5m_vs_6m 10m_vs_11m"
         cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "jaxmarl"]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
@@ -681,14 +692,18 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     assert first.returncode == 1 and "failed: mappo_rnn_smax_5m_vs_6m_seed1" in first.stderr, first.stderr
     done = ["mappo_rnn_smax_10m_vs_11m_seed1" + end for end in (".json.gz", "_greedy.json", "_sampled.json")]
     assert sorted(p.name for p in out.iterdir() if not p.name.endswith((".log", "runs"))) == sorted(done)
-    assert calls.read_text().split() == ["jaxmarl_baseline.py"] * 2 + ["jaxmarl_greedy_eval.py"] * 2
+    assert calls.read_text().split() == ["jaxmarl_baseline.py", "--values", "own"] * 2 + ["jaxmarl_greedy_eval.py"] * 2
     assert json.loads((out / done[2]).read_text())["sample"] and not json.loads((out / done[1]).read_text())["sample"]
     (out / done[2]).unlink()  # an evaluation that did not finish
     second = run()
     assert second.returncode == 0, second.stderr
-    assert calls.read_text().split() == ["jaxmarl_baseline.py"] + ["jaxmarl_greedy_eval.py"] * 3
+    assert calls.read_text().split() == ["jaxmarl_baseline.py", "--values", "own"] + ["jaxmarl_greedy_eval.py"] * 3
     third = run()
     assert third.returncode == 0 and calls.read_text() == ""
+    mava = run(values="mava")  # Mava's values on JaxMARL's config: the same runs again, in a folder of their own
+    trained = [line for line in calls.read_text().splitlines() if line.startswith("jaxmarl_baseline.py")]
+    assert mava.returncode == 0 and trained == ["jaxmarl_baseline.py --values mava"] * 2, mava.stderr
+    assert len(list((repo / "benchmark/results/smax_hard_10m_mava_jaxmarl").glob("*.json.gz"))) == 2
 
 
 def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):
@@ -769,10 +784,16 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
         json.dump(dict(rows=rows + [dict(step=2100, win_rate=float("nan"))]), f)
     for mode in ("greedy", "sampled"):
         (jaxmarl / f"mappo_rnn_smax_5m_vs_6m_seed1_{mode}.json").write_text(json.dumps(dict(rows=rows[::5])))
+    shutil.copytree(jaxmarl, tmp_path / "smax_hard_10m_mava_jaxmarl")  # Mava's values on JaxMARL's config: a side of its own
+    for name in (tmp_path / "smax_hard_10m_mava_jaxmarl").glob("*_sampled.json"):
+        name.unlink()  # not evaluated yet: left out, and with it the side
     sides = {**hard_maps_curves.ours(str(tmp_path)), **hard_maps_curves.jaxmarl(str(tmp_path))}
     assert sorted(sides) == ["JaxMARL mappo_rnn_smax", "mappo_rnn.py, paper"]
     x, y = sides["JaxMARL mappo_rnn_smax"]["5m_vs_6m"]["training episodes"][0]
     assert len(x) == 20 and y[-1] == pytest.approx(0.05)  # the NaN row left out; the mean of 0, 0.1, ... over 10
+    shutil.copy(jaxmarl / "mappo_rnn_smax_5m_vs_6m_seed1_sampled.json", tmp_path / "smax_hard_10m_mava_jaxmarl")
+    mava = hard_maps_curves.jaxmarl(str(tmp_path))["JaxMARL mappo_rnn_smax, Mava's values"]["5m_vs_6m"]
+    assert [len(mava[score]) for score in ("greedy eval", "sampled eval", "training episodes")] == [1, 1, 1]
     assert "sampled eval" not in sides["mappo_rnn.py, paper"]["5m_vs_6m"]  # no --eval-sampled in that run
     hard_maps_curves.main(["--results", str(tmp_path)])
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0

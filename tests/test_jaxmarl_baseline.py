@@ -1,11 +1,14 @@
 """benchmark/jaxmarl/jaxmarl_baseline.py, checked without a JaxMARL checkout. Actor snapshots: the hook goes on the first
 optimiser chain built (the actor's) only, leaves the optimiser's steps unchanged, and saves the parameters that each
 update's last step leaves, inside a jitted scan as in the baseline. Rows: what the baseline's wandb.log calls become,
-for the SMAX baseline and for the Hanabi ones (no win rate)."""
+for the SMAX baseline and for the Hanabi ones (no win rate); --values; device_runs.sh's choice of run and unpacking."""
 
+import contextlib
 import importlib.util
 import json
 import os
+import shutil
+import sys
 import types
 
 import jax
@@ -162,11 +165,35 @@ def test_stop_at_step_ends_at_the_last_update_within_the_budget(tmp_path, monkey
     assert data["config"]["TOTAL_TIMESTEPS"] == 1e10
 
 
-@pytest.mark.parametrize("flag", [["--snapshot-dir", "snaps"], ["--stop-at-win-rate", "0.8"]])
-def test_hanabi_baselines_refuse_the_smax_only_flags(tmp_path, flag, capsys):
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        (["--snapshot-dir", "snaps"], "Hanabi has no win rate"),
+        (["--stop-at-win-rate", "0.8"], "Hanabi has no win rate"),
+        (["--values", "mava"], "values for mappo_rnn_smax's config, not mappo_ff_hanabi's"),
+    ],
+)
+def test_hanabi_baselines_refuse_the_smax_only_flags(tmp_path, flag, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         load_runner().parse_args(["--jaxmarl-dir", str(tmp_path), "--baseline", "mappo_ff_hanabi", "--out", "x.json", *flag])
-    assert exit_info.value.code == 2 and "Hanabi has no win rate" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_values_override_the_config_and_set_overrides_them(tmp_path, monkeypatch):
+    """--values mava: Mava's SMAX sweep values reach hydra's compose after the map and before --set (the last wins)"""
+    composed = {}
+    hydra = types.ModuleType("hydra")  # a stand-in for hydra (not in the test venv): records what compose is given
+    hydra.initialize_config_dir = lambda config_dir, version_base: contextlib.nullcontext()
+    hydra.compose = lambda config_name, overrides: composed.update(name=config_name, overrides=overrides)
+    monkeypatch.setitem(sys.modules, "hydra", hydra)
+    runner = load_runner()
+    argv = ["--jaxmarl-dir", str(tmp_path), "--map", "10m_vs_11m", "--out", "x.json"]
+    runner.compose_config(str(tmp_path), "mappo_homogenous_rnn_smax", runner.parse_args(argv))
+    assert composed["overrides"] == ["MAP_NAME=10m_vs_11m"]  # "own": the config as it is
+    args = runner.parse_args(argv + ["--values", "mava", "--set", "LR=0.001"])
+    runner.compose_config(str(tmp_path), "mappo_homogenous_rnn_smax", args)
+    mava = ["LR=0.004", "ANNEAL_LR=False", "UPDATE_EPOCHS=2", "NUM_MINIBATCHES=2", "MAX_GRAD_NORM=0.5"]
+    assert composed["overrides"] == ["MAP_NAME=10m_vs_11m", *mava, "LR=0.001"]
 
 
 def toy_train(tx, log, steps_per_update=2, updates=3):
@@ -278,7 +305,6 @@ def test_several_seeds_need_jax_0_11(tmp_path, capsys):
 def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
     """device_runs.sh run with MAPS and SEEDS unset runs one run, the first of the hard maps' seeds 1-3 not yet in the
     results folder (the GPU fits one 10M run per call); with none missing it runs nothing and says so."""
-    import shutil
     import subprocess
 
     script = tmp_path / "benchmark" / "jaxmarl" / "device_runs.sh"
@@ -304,13 +330,49 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
         (results / f"mappo_rnn_smax_{map_}_seed{seed}.json.gz").write_bytes(b"")
     out = run()
     assert out.returncode == 2 and "nothing to run" in out.stderr
+    env["JAXMARL_VALUES"] = "mava"  # Mava's values: their own folder, empty, so its first run, with the values
+    out = run()
+    assert "running 5m_vs_6m, seeds 1" in out.stdout, out.stderr
+    baseline_args = (tmp_path / "args").read_text().splitlines()[-1].split()
+    assert baseline_args[baseline_args.index("--values") + 1] == "mava"
+
+
+def test_unpack_puts_each_run_in_the_archives_folder(tmp_path):
+    """device_runs.sh unpack: the runs of the archive go to its results folder (JaxMARL's own config, or Mava's values
+    on it), each whole (its rows and both evaluations), except one this machine has already; every log is appended."""
+    import subprocess
+    import tarfile
+
+    script = tmp_path / "repo" / "benchmark" / "jaxmarl" / "device_runs.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    there = tmp_path / "there"
+    folder = there / "benchmark" / "results" / "smax_hard_10m_mava_jaxmarl"
+    folder.mkdir(parents=True)
+    for seed in (1, 2):
+        for end in (".json.gz", "_greedy.json", "_sampled.json", ".log"):
+            (folder / f"mappo_rnn_smax_5m_vs_6m_seed{seed}{end}").write_text(f"there {seed}")
+    archive = tmp_path / "smax_hard_jaxmarl_gpu.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="benchmark/results/smax_hard_10m_mava_jaxmarl")
+    here = tmp_path / "repo" / "benchmark" / "results" / "smax_hard_10m_mava_jaxmarl"
+    here.mkdir(parents=True)
+    (here / "mappo_rnn_smax_5m_vs_6m_seed1.json.gz").write_text("here")
+    (here / "mappo_rnn_smax_5m_vs_6m_seed1.log").write_text("here\n")
+    done = subprocess.run(["bash", str(script), "unpack", str(archive)], capture_output=True, text=True, env=dict(os.environ))
+    assert done.returncode == 0 and "kept this machine's mappo_rnn_smax_5m_vs_6m_seed1" in done.stdout, done.stderr
+    assert (here / "mappo_rnn_smax_5m_vs_6m_seed1.json.gz").read_text() == "here"
+    assert [(here / f"mappo_rnn_smax_5m_vs_6m_seed2{end}").read_text() for end in (".json.gz", "_sampled.json")] == [
+        "there 2"
+    ] * 2
+    assert (here / "mappo_rnn_smax_5m_vs_6m_seed1.log").read_text() == "here\nthere 1"
+    assert not (here.parent / "smax_hard_10m_jaxmarl").exists()  # JaxMARL's own folder untouched
 
 
 def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):
     """device_runs.sh ours-unpack: each archive's kept/ folder replaces this machine's (a run finished there leaves no
     .pt of it here), this machine's runs/ of the unpacked runs move to runs_before_unpack/ (they are behind), other
     runs/ stay; an archive of anything else is refused with exit 2."""
-    import shutil
     import subprocess
     import tarfile
 

@@ -23,6 +23,7 @@
 # BESIDE, for `run` on such a call (e.g. BESIDE="14 CPU runs"), goes into each JaxMARL run's JSON and the README's
 # label: its GPU was its own, the machine's CPU was not.
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
+# JAXMARL_VALUES (own: the config's; mava: jaxmarl_baseline.py --values mava, into smax_hard_10m_mava_jaxmarl),
 # TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
 # archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
@@ -42,7 +43,8 @@ set -euo pipefail
 archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # ours-unpack's, before the cd below
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
-results=benchmark/results/smax_hard_10m_jaxmarl
+values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
+[ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
     for seed in 1 2 3; do
@@ -101,7 +103,7 @@ case ${1:-} in
       runs=mappo_rnn_smax_${map}_seed{seed}  # jaxmarl_baseline.py names each seed's files
       # shellcheck disable=SC2086
       timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
-        --baseline mappo_rnn_smax --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
+        --baseline mappo_rnn_smax --values "$values" --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
         --out "$work/$runs.json" $extra >"$work/mappo_rnn_smax_$map.log" 2>&1 &
       pids[$map]=$!
     done
@@ -226,6 +228,7 @@ for (folder, name), step in steps('/tmp/kept_after').items():  # each run that w
     done ;;
   unpack)  # the runs of the archive, each whole, except those this folder has already
     tmp=$(mktemp -d) && tar -xzf "$archive" -C "$tmp"
+    results=$(cd "$tmp" && echo benchmark/results/*_jaxmarl) && mkdir -p "$results"  # the archive's folder, whatever JAXMARL_VALUES
     for gz in "$tmp/$results"/*.json.gz; do
       [ -e "$gz" ] || continue
       name=$(basename "$gz" .json.gz)

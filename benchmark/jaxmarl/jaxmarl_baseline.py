@@ -109,6 +109,15 @@ BASELINES = {
     "ippo_ff_hanabi": ("IPPO", "ippo_ff_hanabi", "ippo_ff_hanabi", 50),
     "mappo_ff_hanabi": ("MAPPO", "mappo_ff_hanabi", "mappo_homogenous_ff_hanabi", "SEED"),
 }
+# --values: named overrides of mappo_rnn_smax's config, each from its source ("own": the config as it is)
+VALUES = {
+    "own": [],
+    # Mava's recurrent MAPPO sweep of its SMAX maps (instadeepai/Mava, branch exp/rec-sys-smax, commit 82583ba,
+    # mava/configs/system/rec_mappo.yaml), where it differs from mappo_homogenous_rnn_smax.yaml: the rest (16,384 env
+    # steps per update, ENT_COEF 0, FC 128 -> GRU 128 -> FC 128, world state + agent id critic, env kwargs) is the same.
+    # Its 2 update batches of 64 envs, gradients averaged, are one batch of 128 envs here, split in 2 mini-batches.
+    "mava": ["LR=0.004", "ANNEAL_LR=False", "UPDATE_EPOCHS=2", "NUM_MINIBATCHES=2", "MAX_GRAD_NORM=0.5"],
+}
 
 
 def jax_version() -> str:
@@ -137,6 +146,13 @@ def parse_args(argv=None):
         help="the PRNG seed (default: the one the baseline's main uses); several: one run per seed, vmapped in one\n"
         "jitted program, --out and --snapshot-dir holding {seed}",
     )
+    p.add_argument(
+        "--values",
+        choices=sorted(VALUES),
+        default="own",
+        help="mappo_rnn_smax only: 'mava' sets Mava's SMAX sweep values (LR 0.004 constant, 2 epochs x 2 mini-batches,\n"
+        "MAX_GRAD_NORM 0.5; see VALUES); 'own' (default) keeps the baseline's config",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
@@ -156,6 +172,8 @@ def parse_args(argv=None):
             why = "with jax 0.10.2 the vmapped baseline hung on its host callbacks"
             p.error(f"several seeds in one program need jax >= 0.11 (this is {jax_version()}: {why}): one seed per process")
     if not args.baseline.endswith("_smax"):
+        if args.values != "own":
+            p.error(f"--values {args.values}: values for mappo_rnn_smax's config, not {args.baseline}'s")
         if args.snapshot_dir or args.stop_at_win_rate is not None:
             p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
         args.map = None
@@ -168,7 +186,7 @@ def compose_config(baseline_dir, config_name, args):
     overrides = [] if args.map is None else [f"MAP_NAME={args.map}"]
     if args.total_timesteps is not None:
         overrides.append(f"TOTAL_TIMESTEPS={args.total_timesteps}")
-    overrides += args.set
+    overrides += VALUES[args.values] + args.set  # --set last: it wins
     with initialize_config_dir(config_dir=os.path.join(baseline_dir, "config"), version_base=None):
         return compose(config_name=config_name, overrides=overrides)
 
@@ -183,6 +201,7 @@ class Recorder:
         self.meta = dict(
             runner="benchmark/jaxmarl/jaxmarl_baseline.py",
             baseline=args.baseline,
+            values=args.values,
             jaxmarl_dir=os.path.abspath(args.jaxmarl_dir),
             map=args.map,
             seed=seed,

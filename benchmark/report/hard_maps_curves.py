@@ -1,8 +1,8 @@
 """The hard SMAX maps (issue 50), every implementation on one figure: per map, the greedy evaluation, the sampled
 evaluation and the training episodes' win rate against env steps, for each setting of ours (the folders of
 benchmark/smax_hard_10m.sh: the mean over seeds of each seed's curve, smoothed over 10 evaluations) and JaxMARL's
-mappo_rnn_smax run by us (its logged training win rate, smoothed over 10 updates, and our evaluations of its actor
-every 10th update and at each of the last 10; the mean over seeds).
+mappo_rnn_smax run by us, with its own config and with Mava's SMAX values (its logged training win rate, smoothed over
+10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds).
 
     python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
 
@@ -27,6 +27,10 @@ OURS = {
     "smax_hard_10m_table2": "Table 2",
     "smax_hard_10m_ent0": "ent0 ablation",
     "smax_hard_10m_clip005": "clip 0.05 ablation",
+}
+JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on it (JAXMARL_VALUES=mava)
+    "smax_hard_10m_jaxmarl": "JaxMARL mappo_rnn_smax",
+    "smax_hard_10m_mava_jaxmarl": "JaxMARL mappo_rnn_smax, Mava's values",
 }
 SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}
 
@@ -58,7 +62,13 @@ def ours(results: str) -> dict:
 
 def jaxmarl(results: str) -> dict:
     """The same for JaxMARL's runs (benchmark/smax_hard_10m.sh jaxmarl, or benchmark/jaxmarl/device_runs.sh)"""
-    folder, out = os.path.join(results, "smax_hard_10m_jaxmarl"), {}
+    sides = {label: jaxmarl_folder(os.path.join(results, folder)) for folder, label in JAXMARL_FOLDERS.items()}
+    return {label: side for label, side in sides.items() if side}
+
+
+def jaxmarl_folder(folder: str) -> dict:
+    """One folder of JaxMARL's runs: map -> score -> one (steps, win rates) curve per seed"""
+    out = {}
     names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
     for name in names:
         match = re.fullmatch(r"mappo_rnn_smax_(.+)_seed\d+\.json\.gz", name)
@@ -73,7 +83,7 @@ def jaxmarl(results: str) -> dict:
                 evals = json.load(f)["rows"]
             curves[score] = (np.array([e["step"] for e in evals]), np.array([e["win_rate"] for e in evals]))
         for score, curve in curves.items():
-            out.setdefault("JaxMARL mappo_rnn_smax", {}).setdefault(match.group(1), {}).setdefault(score, []).append(curve)
+            out.setdefault(match.group(1), {}).setdefault(score, []).append(curve)
     return out
 
 
