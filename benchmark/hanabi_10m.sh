@@ -16,6 +16,7 @@
 # moved to OUT when the run ends) and starts again; finished ones, in OUT (JAXMARL_OUT, default
 # benchmark/results/hanabi_10m_jaxmarl), are skipped (commit them); after a failure the others still run, and the
 # exit status is 1. Logs: OUT/<name>.log, appended to.
+{  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 export ENV_IDS=hanabi TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} WORKERS=${WORKERS:-2}
 if [ "${1:-}" = speed ]; then
@@ -58,3 +59,5 @@ for script in mappo.py ippo.py; do  # every row in the update, as these runs had
   EXTRA="${EXTRA:-} --no-acting-rows-only" SCRIPT=$script OUT=benchmark/results/hanabi_10m_${script%.py} \
     bash "$(dirname "$0")/mappo.sh" "$@"
 done
+exit  # before bash reads past the brace
+}

@@ -13,6 +13,7 @@
 # each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP;
 # commit KEEP. This script, run again on another machine from that commit, resumes the unfinished runs from KEEP and
 # skips the finished ones, and summarize.py reads the finished runs' summaries from KEEP.
+{  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV_IDS=${ENV_IDS:-"3m 2s3z 5m_vs_6m simple_spread_v3"}
@@ -123,3 +124,5 @@ elif [ "${1:-}" = plan ]; then
 fi
 plan | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 "$PYTHON" benchmark/report/summarize.py "$OUT"
+exit  # before bash reads past the brace
+}

@@ -33,6 +33,7 @@
 # published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4).
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
 # jaxmarl: MAPS, JAXMARL_VALUES (own).
+{  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
@@ -96,3 +97,5 @@ esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done
 "$PYTHON" benchmark/report/hard_maps_curves.py  # every implementation on one figure: results/smax_hard_10m_compare
+exit  # before bash reads past the brace
+}

@@ -12,6 +12,7 @@
 #                                      # benchmarl_baseline.py: the loop first) and commit kept/. BENCHMARL_PYTHON: its
 #                                      # venv's python (see benchmark/benchmarl/benchmarl_baseline.py, which says what a
 #                                      # resumed run keeps); ALGORITHMS, TASKS, SEEDS pick runs.
+{  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-3000000}
@@ -38,3 +39,5 @@ for script in mappo ippo; do
   ENV_IDS="vmas/navigation vmas/balance" SCRIPT=$script.py OUT=benchmark/results/vmas_$script bash benchmark/mappo.sh "$@"
 done
 [ -n "${1:-}" ] || ${PYTHON:-python} benchmark/report/vmas_compare.py
+exit  # before bash reads past the brace
+}

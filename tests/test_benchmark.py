@@ -669,6 +669,39 @@ else:  # jaxmarl_greedy_eval.py: the snapshots and the run's rows must be there
 """
 
 
+def test_benchmark_scripts_are_read_whole_before_they_run():
+    """bash reads a script as it runs it: an edit made during a run of hours would shift what it reads next (a line
+    cut in two ran as a command once). Every benchmark script that runs more than one command is one brace group,
+    read whole first, ending in exit; a wrapper whose last line execs another script needs none."""
+    for script in sorted((ROOT / "benchmark").rglob("*.sh")):
+        code = [line for line in script.read_text().splitlines() if line.strip() and not line.startswith("#")]
+        if code[-1].startswith(("exec ", "SCRIPT=")) and "exec " in code[-1] and len(code) <= 3:
+            continue  # e.g. benchmark/ippo.sh: nothing left to read after the exec
+        assert code[0].startswith("{ ") and code[-2].startswith("exit") and code[-1] == "}", script
+
+
+def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
+    """benchmark/mappo.sh with a stand-in python whose training run takes a second: the script is edited in place (lines
+    added near its top, as an editor saving it may) while the run goes on; the script still ends as it began, with
+    its summary, and nothing else runs."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
+    fake = tmp_path / "python"  # a run sleeps; summarize.py leaves a mark
+    fake.write_text(f"#!{sys.executable}\nimport sys, time\nif sys.argv[1].endswith('summarize.py'):\n"
+                    f"    open({str(tmp_path / 'summarized')!r}, 'w').close()\nelse:\n    time.sleep(1.5)\n")  # fmt: skip
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(fake), ENV_IDS="3m", NUM_SEEDS="1", OUT=str(tmp_path / "out"), WORKERS="1")
+    script = repo / "benchmark" / "mappo.sh"
+    run = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.75)
+    lines = script.read_text().splitlines(keepends=True)
+    with open(script, "w") as f:  # in place: the same file, longer above the line bash reads next
+        f.writelines(lines[:2] + ["# an edited comment, long enough to move every line below it\n" * 3] + lines[2:])
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 0 and "command not found" not in err and "syntax error" not in err, err
+    assert (tmp_path / "summarized").exists()
+
+
 def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path):
     """`bash benchmark/smax_hard_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: each run trains, then
     its snapshots are evaluated greedy and sampled; a failed run leaves nothing and the next still runs (exit 1); run

@@ -38,6 +38,7 @@
 # the tree lacks the first call's results). The session-by-session timings are in git history. Tried here on the CPU
 # with a Python 3.12 venv of the image's versions (JAX_PLATFORMS=cpu PYTHON=... TOTAL_TIMESTEPS=65536 MAPS=3m SEEDS="1 2";
 # ours: PYTHON=... WORKERS=1 OURS_SECONDS=120, with torch 2.11.0, jax 0.11.2, jaxtyping, matplotlib, tensorboard).
+{  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 [ "${1:-}" != unpack ] || archive=$(realpath "${2:?usage: bash benchmark/jaxmarl/device_runs.sh unpack ARCHIVE}")
 archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # ours-unpack's, before the cd below
@@ -241,3 +242,5 @@ for (folder, name), step in steps('/tmp/kept_after').items():  # each run that w
     rm -rf "$tmp" ;;
   *) echo "usage: bash benchmark/jaxmarl/device_runs.sh prepare|run|unpack ARCHIVE|ours|both|ours-unpack ARCHIVE..." >&2 && exit 2 ;;
 esac
+exit  # before bash reads past the brace
+}
