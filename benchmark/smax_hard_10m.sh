@@ -41,8 +41,10 @@ WORKERS=${WORKERS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
 jaxmarl() {
-  local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
+  local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl
+  [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava (jaxmarl_baseline.py --values), not '$values'" >&2 && return 2; }
   [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
+  local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
   local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-1 2 3}; do

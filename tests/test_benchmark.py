@@ -737,6 +737,9 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     trained = [line for line in calls.read_text().splitlines() if line.startswith("jaxmarl_baseline.py")]
     assert mava.returncode == 0 and trained == ["jaxmarl_baseline.py --values mava"] * 2, mava.stderr
     assert len(list((repo / "benchmark/results/smax_hard_10m_mava_jaxmarl").glob("*.json.gz"))) == 2
+    unknown = run(values="tuned")
+    assert unknown.returncode == 2 and "JAXMARL_VALUES: own or mava" in unknown.stderr and calls.read_text() == ""
+    assert not (repo / "benchmark/results/smax_hard_10m_tuned_jaxmarl").exists()
 
 
 def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):

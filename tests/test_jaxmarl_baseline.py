@@ -335,6 +335,9 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
     assert "running 5m_vs_6m, seeds 1" in out.stdout, out.stderr
     baseline_args = (tmp_path / "args").read_text().splitlines()[-1].split()
     assert baseline_args[baseline_args.index("--values") + 1] == "mava"
+    env["JAXMARL_VALUES"] = "tuned"
+    out = run()
+    assert out.returncode == 2 and "JAXMARL_VALUES: own or mava" in out.stderr
 
 
 def test_unpack_puts_each_run_in_the_archives_folder(tmp_path):
@@ -367,6 +370,12 @@ def test_unpack_puts_each_run_in_the_archives_folder(tmp_path):
     ] * 2
     assert (here / "mappo_rnn_smax_5m_vs_6m_seed1.log").read_text() == "here\nthere 1"
     assert not (here.parent / "smax_hard_10m_jaxmarl").exists()  # JaxMARL's own folder untouched
+    other = tmp_path / "other.tar.gz"  # an archive of something else: refused, nothing made
+    with tarfile.open(other, "w:gz") as tar:
+        tar.add(script, arcname="benchmark/jaxmarl/device_runs.sh")
+    refused = subprocess.run(["bash", str(script), "unpack", str(other)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "not an archive of device_runs.sh run" in refused.stderr
+    assert sorted(p.name for p in here.parent.iterdir()) == ["smax_hard_10m_mava_jaxmarl"]
 
 
 def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):

@@ -45,6 +45,7 @@ archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # our
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
+[[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava (jaxmarl_baseline.py --values), not '$values'" >&2 && exit 2; }
 [ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
@@ -229,7 +230,9 @@ for (folder, name), step in steps('/tmp/kept_after').items():  # each run that w
     done ;;
   unpack)  # the runs of the archive, each whole, except those this folder has already
     tmp=$(mktemp -d) && tar -xzf "$archive" -C "$tmp"
-    results=$(cd "$tmp" && echo benchmark/results/*_jaxmarl) && mkdir -p "$results"  # the archive's folder, whatever JAXMARL_VALUES
+    results=$(cd "$tmp" && echo benchmark/results/*_jaxmarl)  # the archive's folder, whatever JAXMARL_VALUES says
+    [ -d "$tmp/$results" ] || { echo "not an archive of device_runs.sh run: $archive" >&2 && rm -rf "$tmp" && exit 2; }
+    mkdir -p "$results"
     for gz in "$tmp/$results"/*.json.gz; do
       [ -e "$gz" ] || continue
       name=$(basename "$gz" .json.gz)
