@@ -42,7 +42,6 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) 
 
 jaxmarl() {
   local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl
-  [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava (jaxmarl_baseline.py --values), not '$values'" >&2 && return 2; }
   [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
   local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
@@ -92,7 +91,9 @@ queue() {  # the command line of every run still to do, seed by seed
 case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2 ent0 clip005}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
-  jaxmarl) status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
+  jaxmarl)
+    [[ ${JAXMARL_VALUES:-own} =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$JAXMARL_VALUES'" >&2 && exit 2; }
+    status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
 esac

@@ -462,7 +462,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
     assert rows[0][1:8] == ["mappo.py, paper (Table 12)", "jaxmarl 0.2.0", "3", "0.0384M", "80, 90, 100", "-", "50, 60, 40"]
     assert rows[0][8].startswith("2 min (2-core CPU")  # 120 s each: under an hour, in minutes
-    mava = ["Mava rec-MAPPO, one config for its 7 SMAX maps (published plot)", "earlier", "10", "10M", "-", "~95", "-", "- |"]
+    mava = ["Mava rec-MAPPO (published plot)", "earlier", "10", "10M", "-", "~95", "-", "- |"]
     assert len(rows) == 2 and rows[1][1:] == mava
     [row_3m] = [line.split(" | ") for line in table.splitlines() if line.startswith("| 3m |")]  # no anchor for 3m
     assert row_3m[5:8] == ["20, 50, 60", "-", "-"]  # and no training score logged
@@ -531,7 +531,14 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         json.dump(dict(config=dict(MAP_NAME="2s3z"), rows=rows_, meta=meta), f)
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_jaxmarl").splitlines() if "| 2s3z |" in line]
     assert rows[1][8] == "2.5 min (NVIDIA H200, alone, beside 14 CPU runs on its CPU) |"
-    shutil.copytree(jaxmarl, out / "smax_hard_10m_mava_jaxmarl")  # Mava's values on JaxMARL's config, named so
+    mava = out / "smax_hard_10m_mava_jaxmarl"  # Mava's values on JaxMARL's config (--values mava), named so
+    shutil.copytree(jaxmarl, mava)
+    for path in mava.glob("*.json.gz"):
+        with gzip.open(path, "rt") as f:
+            run = json.load(f)
+        run["meta"] = dict(run.get("meta", {}), values="mava")
+        with gzip.open(path, "wt") as f:
+            json.dump(run, f)
     table = update_readme.smax_10m("smax_hard_10m_jaxmarl", "smax_hard_10m_mava_jaxmarl").splitlines()
     labels = [line.split(" | ")[1] for line in table if "| 2s3z |" in line]
     assert len(labels) == 5 and labels[0] == labels[1] and labels[4].startswith("Mava rec-MAPPO")  # here, a GPU, published
@@ -542,6 +549,11 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         + ", "
         + ("Mava's SMAX values (lr 4e-3 constant, 2 epochs x 2 mini-batches, gradient norm 0.5), run by us")
     )
+    shutil.copy(path, jaxmarl / "mappo_rnn_smax_2s3z_seed9.json.gz")  # a run of Mava's values in JaxMARL's own folder
+    for mode in ("greedy", "sampled"):
+        shutil.copy(jaxmarl / f"mappo_rnn_smax_2s3z_seed1_{mode}.json", jaxmarl / f"mappo_rnn_smax_2s3z_seed9_{mode}.json")
+    with pytest.raises(SystemExit, match="seed9.json.gz ran with --values mava: it belongs in another folder"):
+        update_readme.smax_10m("smax_hard_10m_jaxmarl")
     assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 
@@ -566,7 +578,7 @@ def test_hard_map_table_reports_a_map_not_run_with_its_measured_cost(results, tm
     rows = [line.split(" | ") for line in table if line.startswith("| 27m_vs_30m |")]
     assert rows[0][1:8] == ["mappo_rnn.py, paper (Table 12)", "jaxmarl 0.2.0", "-", "not run", "-", "-", "-"]
     assert rows[0][8] == "~13 h at 210 env steps/s, evaluation off (2-core CPU (x86_64), alone) |"  # 13.02 h
-    assert len(rows) == 2 and rows[1][1] == "Mava rec-MAPPO, its default config (published plot)" and rows[1][6] == "~79"
+    assert len(rows) == 2 and rows[1][1] == "Mava rec-MAPPO (published plot)" and rows[1][6] == "~79"
     assert not any("not run" in line for line in table if line.startswith("| 2s3z |"))  # it has runs
     assert "27m_vs_30m" not in update_readme.smax_10m("smax_10m_mappo")
 
@@ -686,20 +698,28 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
     its summary, and nothing else runs."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
-    fake = tmp_path / "python"  # a run sleeps; summarize.py leaves a mark
+    fake = tmp_path / "python"  # a run says it started, then sleeps; summarize.py leaves a mark
+    marks = {"started": tmp_path / "started", "summarized": tmp_path / "summarized"}
     fake.write_text(f"#!{sys.executable}\nimport sys, time\nif sys.argv[1].endswith('summarize.py'):\n"
-                    f"    open({str(tmp_path / 'summarized')!r}, 'w').close()\nelse:\n    time.sleep(1.5)\n")  # fmt: skip
+                    f"    open({str(marks['summarized'])!r}, 'w').close()\nelse:\n"
+                    f"    open({str(marks['started'])!r}, 'w').close()\n    time.sleep(1.5)\n")  # fmt: skip
     fake.chmod(0o755)
     env = dict(os.environ, PYTHON=str(fake), ENV_IDS="3m", NUM_SEEDS="1", OUT=str(tmp_path / "out"), WORKERS="1")
     script = repo / "benchmark" / "mappo.sh"
     run = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.75)
+    deadline = time.time() + 30
+    while not marks["started"].exists() and time.time() < deadline:  # bash is past its plan, in the run
+        time.sleep(0.05)
+    assert marks["started"].exists(), "the stand-in run never started"
     lines = script.read_text().splitlines(keepends=True)
     with open(script, "w") as f:  # in place: the same file, longer above the line bash reads next
         f.writelines(lines[:2] + ["# an edited comment, long enough to move every line below it\n" * 3] + lines[2:])
-    _, err = run.communicate(timeout=60)
+    try:
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
     assert run.returncode == 0 and "command not found" not in err and "syntax error" not in err, err
-    assert (tmp_path / "summarized").exists()
+    assert marks["summarized"].exists()
 
 
 def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path):

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config) on the hard SMAX maps, run on a lent GPU machine (issue 50:
-# JAX on a GPU trains in minutes what takes this 2-core machine hours): one process per map of MAPS, its SEEDS vmapped
-# in one program (jaxmarl_baseline.py --seed 2 3; by default one run alone, see below), then our greedy and sampled
-# evaluations of their snapshots there; the results come back as one archive, unpacked here into
-# benchmark/results/smax_hard_10m_jaxmarl as `bash benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips
-# those runs). Each run's JSON names the device and JAX version it ran on, and how many runs shared the GPU.
+# JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config, or Mava's values: JAXMARL_VALUES) on the hard SMAX maps,
+# run on a lent GPU machine (issue 50: JAX on a GPU trains in minutes what takes this 2-core machine hours): one process
+# per map of MAPS, its SEEDS vmapped in one program (jaxmarl_baseline.py --seed 2 3; by default one run alone, see
+# below), then our greedy and sampled evaluations of their snapshots there; the results come back as one archive,
+# unpacked here into benchmark/results/smax_hard_10m_jaxmarl (Mava's values: smax_hard_10m_mava_jaxmarl) as `bash
+# benchmark/smax_hard_10m.sh jaxmarl` writes them (which then skips those runs). Each run's JSON names the device and
+# JAX version it ran on, and how many runs shared the GPU.
 #   bash benchmark/jaxmarl/device_runs.sh prepare    # here, once: .device/ (git-ignored): wheels for the GPU image's
 #                                                    # Python 3.12 (what it lacks of JaxMARL's needs), the JaxMARL
 #                                                    # checkout's jaxmarl/ and baselines/ (JAXMARL_DIR), a wandb stub
@@ -45,7 +46,6 @@ archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # our
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
-[[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava (jaxmarl_baseline.py --values), not '$values'" >&2 && exit 2; }
 [ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
@@ -92,6 +92,7 @@ case ${1:-} in
     python3 -m pip wheel -q --no-deps -w "$kit/whl" antlr4-python3-runtime==4.9.3  # a source release only
     du -sh "$kit" ;;
   run)
+    [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$values'" >&2 && exit 2; }
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
     echo "running $maps, seeds $seeds"

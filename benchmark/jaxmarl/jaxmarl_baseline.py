@@ -113,9 +113,10 @@ BASELINES = {
 VALUES = {
     "own": [],
     # Mava's recurrent MAPPO sweep of its SMAX maps (instadeepai/Mava, branch exp/rec-sys-smax, commit 82583ba,
-    # mava/configs/system/rec_mappo.yaml), where it differs from mappo_homogenous_rnn_smax.yaml: the rest (16,384 env
-    # steps per update, ENT_COEF 0, FC 128 -> GRU 128 -> FC 128, world state + agent id critic, env kwargs) is the same.
-    # Its 2 update batches of 64 envs, gradients averaged, are one batch of 128 envs here, split in 2 mini-batches.
+    # mava/configs/system/rec_mappo.yaml), where it differs from mappo_homogenous_rnn_smax.yaml: the rest agrees (16,384
+    # env steps per update, ENT_COEF 0, FC 128 -> GRU 128 -> FC 128, world state + agent id critic, env kwargs). Its 2
+    # update batches of 64 envs, gradients averaged, are one batch of 128 envs here in 2 mini-batches: each gradient step
+    # sees as many steps, cut otherwise (Mava: by env, advantages normalised per 32 envs; JaxMARL: by agent and env).
     "mava": ["LR=0.004", "ANNEAL_LR=False", "UPDATE_EPOCHS=2", "NUM_MINIBATCHES=2", "MAX_GRAD_NORM=0.5"],
 }
 

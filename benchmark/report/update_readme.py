@@ -118,6 +118,9 @@ def jaxmarl_smax(folder: str) -> list[dict]:
         if name.startswith("mappo_rnn_smax_") and name.endswith(".json.gz") and evaluated:  # else still being evaluated
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
+            values = run.get("meta", {}).get("values", "own")  # jaxmarl_baseline.py --values (runs before it: own)
+            if folder != ("smax_hard_10m_jaxmarl" if values == "own" else f"smax_hard_10m_{values}_jaxmarl"):
+                raise SystemExit(f"error: {folder}/{name} ran with --values {values}: it belongs in another folder")
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
             meta = run.get("meta", {})  # runs before the device was recorded ran on this machine's CPU
             device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
@@ -206,7 +209,7 @@ def smax_10m(*folders: str) -> str:
             )
         for a in anchors["smax"].get(env, []):
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
-                who, steps, value = f"{a['name']}, {a['config']} (published plot)", a["budget"], f"~{a['value']}"
+                who, steps, value = f"{a['name']} (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
     figures = "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
     if any(f.endswith("_jaxmarl") for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
