@@ -628,14 +628,26 @@ with open(args["--out"], "w") as f:
 """
 
 
+def stand_in(path, source: str):
+    """An executable Python script at PATH (a stand-in for a python the benchmark scripts call)"""
+    path.write_text(f"#!{sys.executable}\n" + source)
+    path.chmod(0o755)
+    return path
+
+
+def benchmark_copy(tmp_path):
+    """A copy of benchmark/ (its results left out) under TMP_PATH/repo: the scripts write results beside themselves"""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
+    return repo
+
+
 def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_path):
     """`bash benchmark/hanabi_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: a failed run leaves no
     result and the next still runs (exit 1); run again, finished runs are skipped and the failed one goes; a finished
     run of another budget, or of a budget set by TOTAL_TIMESTEPS (another learning-rate schedule), is neither skipped
     as done nor overwritten"""
-    fake = tmp_path / "python"
-    fake.write_text(f"#!{sys.executable}\n" + FAKE_JAXMARL.format(real=sys.executable))
-    fake.chmod(0o755)
+    fake = stand_in(tmp_path / "python", FAKE_JAXMARL.format(real=sys.executable))
     out = tmp_path / "out"
 
     def run(fail_seed="", steps="1000"):
@@ -696,14 +708,11 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
     """benchmark/mappo.sh with a stand-in python whose training run takes a second: the script is edited in place (lines
     added near its top, as an editor saving it may) while the run goes on; the script still ends as it began, with
     its summary, and nothing else runs."""
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
-    fake = tmp_path / "python"  # a run says it started, then sleeps; summarize.py leaves a mark
-    marks = {"started": tmp_path / "started", "summarized": tmp_path / "summarized"}
-    fake.write_text(f"#!{sys.executable}\nimport sys, time\nif sys.argv[1].endswith('summarize.py'):\n"
+    repo = benchmark_copy(tmp_path)
+    marks = {"started": tmp_path / "started", "summarized": tmp_path / "summarized"}  # a run marks its start, then sleeps
+    fake = stand_in(tmp_path / "python", "import sys, time\nif sys.argv[1].endswith('summarize.py'):\n"
                     f"    open({str(marks['summarized'])!r}, 'w').close()\nelse:\n"
                     f"    open({str(marks['started'])!r}, 'w').close()\n    time.sleep(1.5)\n")  # fmt: skip
-    fake.chmod(0o755)
     env = dict(os.environ, PYTHON=str(fake), ENV_IDS="3m", NUM_SEEDS="1", OUT=str(tmp_path / "out"), WORKERS="1")
     script = repo / "benchmark" / "mappo.sh"
     run = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -726,11 +735,8 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     """`bash benchmark/smax_hard_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: each run trains, then
     its snapshots are evaluated greedy and sampled; a failed run leaves nothing and the next still runs (exit 1); run
     again, only what is missing runs. The results folder is the repo's, so the stand-in writes into a copy."""
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "benchmark", repo / "benchmark", ignore=shutil.ignore_patterns("results"))
-    fake = tmp_path / "python"
-    fake.write_text(f"#!{sys.executable}\n" + FAKE_JAXMARL_SMAX)
-    fake.chmod(0o755)
+    repo = benchmark_copy(tmp_path)
+    fake = stand_in(tmp_path / "python", FAKE_JAXMARL_SMAX)
     calls = tmp_path / "calls"
 
     def run(fail_map="", values="own"):

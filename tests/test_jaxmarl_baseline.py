@@ -8,7 +8,9 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
+import tarfile
 import types
 
 import jax
@@ -302,14 +304,18 @@ def test_several_seeds_need_jax_0_11(tmp_path, capsys):
             assert runner.parse_args(argv + seeds).seed == [int(s) for s in seeds]
 
 
+def device_runs_in(root) -> str:
+    """A copy of benchmark/jaxmarl/device_runs.sh at ROOT/benchmark/jaxmarl (it cds to ROOT and writes there)"""
+    script = root / "benchmark" / "jaxmarl" / "device_runs.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    return script
+
+
 def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
     """device_runs.sh run with MAPS and SEEDS unset runs one run, the first of the hard maps' seeds 1-3 not yet in the
     results folder (the GPU fits one 10M run per call); with none missing it runs nothing and says so."""
-    import subprocess
-
-    script = tmp_path / "benchmark" / "jaxmarl" / "device_runs.sh"
-    script.parent.mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    script = device_runs_in(tmp_path)
     results = tmp_path / "benchmark" / "results" / "smax_hard_10m_jaxmarl"
     results.mkdir(parents=True)
     fake = tmp_path / "python"  # pip succeeds; the baseline records its arguments and fails, so nothing is evaluated
@@ -343,12 +349,7 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
 def test_unpack_puts_each_run_in_the_archives_folder(tmp_path):
     """device_runs.sh unpack: the runs of the archive go to its results folder (JaxMARL's own config, or Mava's values
     on it), each whole (its rows and both evaluations), except one this machine has already; every log is appended."""
-    import subprocess
-    import tarfile
-
-    script = tmp_path / "repo" / "benchmark" / "jaxmarl" / "device_runs.sh"
-    script.parent.mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    script = device_runs_in(tmp_path / "repo")
     there = tmp_path / "there"
     folder = there / "benchmark" / "results" / "smax_hard_10m_mava_jaxmarl"
     folder.mkdir(parents=True)
@@ -382,12 +383,7 @@ def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):
     """device_runs.sh ours-unpack: each archive's kept/ folder replaces this machine's (a run finished there leaves no
     .pt of it here), this machine's runs/ of the unpacked runs move to runs_before_unpack/ (they are behind), other
     runs/ stay; an archive of anything else is refused with exit 2."""
-    import subprocess
-    import tarfile
-
-    script = tmp_path / "repo" / "benchmark" / "jaxmarl" / "device_runs.sh"
-    script.parent.mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    script = device_runs_in(tmp_path / "repo")
     results = tmp_path / "repo" / "benchmark" / "results" / "smax_hard_10m_paper"
     (results / "kept").mkdir(parents=True)
     for name in ("5m_vs_6m__mappo_rnn__1__7.pt", "5m_vs_6m__mappo_rnn__2__8.pt"):
