@@ -118,11 +118,12 @@ def jaxmarl_smax(folder: str) -> list[dict]:
         if name.startswith("mappo_rnn_smax_") and name.endswith(".json.gz") and evaluated:  # else still being evaluated
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
-            values = run.get("meta", {}).get("values", "own")  # jaxmarl_baseline.py --values (runs before it: own)
+            meta = run.get("meta", {})
+            values = meta.get("values", "own")  # jaxmarl_baseline.py --values (runs before it: own)
             if folder != ("smax_hard_10m_jaxmarl" if values == "own" else f"smax_hard_10m_{values}_jaxmarl"):
                 raise SystemExit(f"error: {folder}/{name} ran with --values {values}: it belongs in another folder")
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
-            meta = run.get("meta", {})  # runs before the device was recorded ran on this machine's CPU
+            # runs before the device was recorded ran on this machine's CPU
             device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
             runs.setdefault((run["config"]["MAP_NAME"], device), []).append((run["rows"], *evals))  # training, greedy, sampled
     rows = []
