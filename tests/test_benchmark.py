@@ -601,7 +601,8 @@ def test_the_summary_recomputes_from_the_committed_histories(tmp_path, family):
     recomputed = json.loads((tmp_path / "summary.json").read_text())
     assert recomputed == json.loads((ROOT / "benchmark/results" / family / "summary.json").read_text())
     finished = list(kept.glob("*.json.gz"))  # a .pt is a run still under way: not in the summary
-    assert sum(len(r["scores"]) for r in recomputed if "env_id" in r) == len(finished) >= 2
+    # a family in progress may have one finished run so far (smax_hard_10m_table2): every finished run, at least one
+    assert sum(len(r["scores"]) for r in recomputed if "env_id" in r) == len(finished) >= 1
 
 
 def test_sampled_scores_where_every_run_has_them(tmp_path):
