@@ -62,6 +62,7 @@ def plot(sides: dict, keys: dict, until: int, path: str):
     ax.set_title(f"mean over seeds;\n{BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
 
 
 def main():

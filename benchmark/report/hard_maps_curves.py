@@ -109,6 +109,7 @@ def plot(sides: dict, path: str):
     fig.suptitle(f"win rate, mean over seeds; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
+    plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
 
 
 def main(argv=None):

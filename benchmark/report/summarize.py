@@ -300,6 +300,7 @@ def plot(runs, path):
     fig.suptitle(f"line: mean over seeds; dashed: training episodes;\n{BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
     from PIL import Image  # matplotlib's own dependency
 
     with Image.open(path) as image:  # 32 colours: a third of the file, the same plot

@@ -104,6 +104,7 @@ def plot(sides: dict, budget: int, path: str):
     fig.suptitle(f"mean over seeds; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
 
 
 def main(argv=None):
