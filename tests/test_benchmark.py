@@ -7,6 +7,7 @@ import functools
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -730,6 +731,25 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
         run.kill()
     assert run.returncode == 0 and "command not found" not in err and "syntax error" not in err, err
     assert marks["summarized"].exists()
+
+
+def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_device_runs():
+    """A setting of benchmark/smax_hard_10m.sh (a case of its setting()) is kept by its keep mode, run by
+    device_runs.sh ours, named in the README's hard-map table and in the compare figure: a setting added in one place
+    and not the others would run and never be kept, or be kept and never shown"""
+    import hard_maps_curves
+    import update_readme
+
+    script = (ROOT / "benchmark" / "smax_hard_10m.sh").read_text()
+    settings = re.findall(r"^ {4}([a-z0-9]+)\) ENV_IDS=", script, flags=re.M)
+    assert {"paper", "table2"} < set(settings), settings  # the parse itself: the two paper settings are cases
+    [kept] = re.findall(r"keep\) for s in \$\{SETTINGS:-([^}]*)\}", script)
+    [device] = re.findall(r'SETTINGS="([^"]*)"', (ROOT / "benchmark" / "jaxmarl" / "device_runs.sh").read_text())
+    [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
+               if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
+    folders = [f"smax_hard_10m_{s}" for s in settings]
+    assert kept.split() == settings and device.split() == settings
+    assert all(f in table and f in update_readme.SMAX_SETTINGS and f in hard_maps_curves.OURS for f in folders)
 
 
 def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path):

@@ -93,6 +93,12 @@ SMAX_SETTINGS = {
         "ablation: paper, --clip-coef 0.05 (the authors' 5m_vs_6m script)",
         "2-core CPU, 2 runs at once",
     ),
+    "smax_hard_10m_jaxcfg": (
+        "mappo_rnn.py",
+        "ablation: paper with JaxMARL's values (128 envs x 128 steps, 128 wide, lr 2e-3 annealed, 4 epochs x 4"
+        " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25)",
+        "2-core CPU, 2 runs at once",
+    ),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
     "smax_hard_10m_mava_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
