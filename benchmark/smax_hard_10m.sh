@@ -17,8 +17,8 @@
 #           paper's Table 3: 0.2; its scripts for 10m_vs_11m and 3s5z_vs_3s6z keep 0.2) -> .../smax_hard_10m_clip005
 #   jaxcfg: a named ablation, run only when SETTINGS names it, on 10m_vs_11m (the map where we stay below JaxMARL's GPU
 #           run and Mava's number): the paper setting with the optimisation values of JaxMARL's mappo_rnn_smax config
-#           (mappo_homogenous_rnn_smax.yaml, see benchmark/jaxmarl/jaxmarl_baseline.py), whose runs here are at least
-#           as good on that map: 128 envs x 128 steps (16,384 env steps per update), 128-wide layers, learning rate
+#           (mappo_homogenous_rnn_smax.yaml, see benchmark/jaxmarl/jaxmarl_baseline.py), whose GPU run here is above
+#           every run of ours on that map: 128 envs x 128 steps (16,384 env steps per update), 128-wide layers, learning rate
 #           2e-3 annealed to 0, 4 epochs x 4 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25.
 #           The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks, death masking). It evaluates
 #           every update as the others do, i.e. every 16,384 env steps instead of 3,200 -> .../smax_hard_10m_jaxcfg
