@@ -38,9 +38,11 @@
 # (commit them) and are skipped; logs: <name>.log there, appended to. JAXMARL_VALUES=mava: the same runs with Mava's SMAX
 # sweep values on JaxMARL's config (jaxmarl_baseline.py --values mava: LR 0.004 constant, 2 epochs x 2 mini-batches,
 # gradient norm 0.5; otherwise the two configs agree), into benchmark/results/smax_hard_10m_mava_jaxmarl: Mava's
-# published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4).
+# published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4). SMAX_WHEEL=DIR:
+# the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
+# 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005 jaxcfg"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
-# jaxmarl: MAPS, JAXMARL_VALUES (own).
+# jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +53,11 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) 
 jaxmarl() {
   local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl
   [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
+  local wheel=() release
+  if [ -n "${SMAX_WHEEL:-}" ]; then  # e.g. .../jaxmarl-0.0.2.dist-info: smax_hard_10m_[mava_]smax002_jaxmarl
+    release=$(basename "$SMAX_WHEEL"/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}
+    out=${out%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$SMAX_WHEEL")
+  fi
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
   local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
   mkdir -p "$out/runs"
@@ -60,7 +67,7 @@ jaxmarl() {
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
         rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
         if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
-          --values "$values" --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
+          --values "$values" "${wheel[@]}" --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
           gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
         else
           echo "failed: $name, see $log" >&2 && failed=1 && continue
@@ -104,6 +111,8 @@ case ${1:-} in
   plan) queue; exit 0 ;;
   jaxmarl)
     [[ ${JAXMARL_VALUES:-own} =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$JAXMARL_VALUES'" >&2 && exit 2; }
+    [ -z "${SMAX_WHEEL:-}" ] || [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] ||
+      { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info), not '$SMAX_WHEEL'" >&2 && exit 2; }
     status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;

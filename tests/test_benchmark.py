@@ -463,7 +463,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
     assert rows[0][1:8] == ["mappo.py, paper (Table 12)", "jaxmarl 0.2.0", "3", "0.0384M", "80, 90, 100", "-", "50, 60, 40"]
     assert rows[0][8].startswith("2 min (2-core CPU")  # 120 s each: under an hour, in minutes
-    mava = ["Mava rec-MAPPO (published plot)", "earlier", "10", "10M", "-", "~95", "-", "- |"]
+    mava = ["Mava rec-MAPPO (published plot)", "jaxmarl 0.0.2", "10", "10M", "-", "~95", "-", "- |"]
     assert len(rows) == 2 and rows[1][1:] == mava
     [row_3m] = [line.split(" | ") for line in table.splitlines() if line.startswith("| 3m |")]  # no anchor for 3m
     assert row_3m[5:8] == ["20, 50, 60", "-", "-"]  # and no training score logged
@@ -553,8 +553,24 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     shutil.copy(path, jaxmarl / "mappo_rnn_smax_2s3z_seed9.json.gz")  # a run of Mava's values in JaxMARL's own folder
     for mode in ("greedy", "sampled"):
         shutil.copy(jaxmarl / f"mappo_rnn_smax_2s3z_seed1_{mode}.json", jaxmarl / f"mappo_rnn_smax_2s3z_seed9_{mode}.json")
-    with pytest.raises(SystemExit, match="seed9.json.gz ran with --values mava: it belongs in another folder"):
+    with pytest.raises(SystemExit, match="seed9.json.gz ran with --values mava on jaxmarl 0.2.0: it belongs in another"):
         update_readme.smax_10m("smax_hard_10m_jaxmarl")
+    older = out / "smax_hard_10m_mava_smax002_jaxmarl"  # on the SMAX of jaxmarl 0.0.2 (--smax-wheel): named so
+    shutil.copytree(mava, older)
+    for path in older.glob("*.json.gz"):
+        with gzip.open(path, "rt") as f:
+            run = json.load(f)
+        run["meta"]["smax"] = "jaxmarl 0.0.2"
+        with gzip.open(path, "wt") as f:
+            json.dump(run, f)
+    table = update_readme.smax_10m("smax_hard_10m_mava_jaxmarl", "smax_hard_10m_mava_smax002_jaxmarl").splitlines()
+    smax = [line.split(" | ")[2] for line in table if "| 2s3z |" in line]
+    assert smax == ["jaxmarl 0.2.0"] * 2 + ["jaxmarl 0.0.2"] * 3  # ours here (CPU, GPU), 0.0.2's (CPU, GPU), Mava's
+    shutil.copy(path, mava / "mappo_rnn_smax_2s3z_seed8.json.gz")  # a run on 0.0.2's SMAX among 0.2.0's
+    for mode in ("greedy", "sampled"):
+        shutil.copy(jaxmarl / f"mappo_rnn_smax_2s3z_seed1_{mode}.json", mava / f"mappo_rnn_smax_2s3z_seed8_{mode}.json")
+    with pytest.raises(SystemExit, match="seed8.json.gz ran with --values mava on jaxmarl 0.0.2: it belongs in another"):
+        update_readme.smax_10m("smax_hard_10m_mava_jaxmarl")
     assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 
@@ -681,7 +697,7 @@ FAKE_JAXMARL_SMAX = """import json, os, sys
 words = [w for w in sys.argv[2:] if w != "--sample"]  # the one flag without a value
 script, args = os.path.basename(sys.argv[1]), dict(zip(words[::2], words[1::2]))
 with open(os.environ["CALLS"], "a") as f:
-    f.write(script + (" --values " + args["--values"] if "--values" in args else "") + "\\n")
+    f.write(script + "".join(f" {k} {args[k]}" for k in ("--values", "--smax-wheel") if k in args) + "\\n")
 if script == "jaxmarl_baseline.py":
     if args["--map"] == os.environ.get("FAIL_MAP"):
         sys.exit("error: only 1 of 610 updates were logged")
@@ -760,9 +776,10 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     fake = stand_in(tmp_path / "python", FAKE_JAXMARL_SMAX)
     calls = tmp_path / "calls"
 
-    def run(fail_map="", values="own"):
+    def run(fail_map="", values="own", wheel=""):
         calls.write_text("")
         env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, SEEDS="1", JAXMARL_VALUES=values)
+        env["SMAX_WHEEL"] = wheel
         env["MAPS"] = "5m_vs_6m 10m_vs_11m"
         cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "jaxmarl"]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
@@ -787,6 +804,15 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     unknown = run(values="tuned")
     assert unknown.returncode == 2 and "JAXMARL_VALUES: own or mava" in unknown.stderr and calls.read_text() == ""
     assert not (repo / "benchmark/results/smax_hard_10m_tuned_jaxmarl").exists()
+    wheel = tmp_path / "wheel"  # an unzipped jaxmarl 0.0.2 wheel: its SMAX, in a folder named by its release
+    (wheel / "jaxmarl-0.0.2.dist-info").mkdir(parents=True)
+    older = run(values="mava", wheel=str(wheel))
+    trained = [line for line in calls.read_text().splitlines() if line.startswith("jaxmarl_baseline.py")]
+    assert older.returncode == 0 and trained == [f"jaxmarl_baseline.py --values mava --smax-wheel {wheel}"] * 2, older.stderr
+    assert len(list((repo / "benchmark/results/smax_hard_10m_mava_smax002_jaxmarl").glob("*.json.gz"))) == 2
+    assert run(wheel=str(wheel)).returncode == 0 and (repo / "benchmark/results/smax_hard_10m_smax002_jaxmarl").is_dir()
+    no_wheel = run(values="mava", wheel=str(tmp_path))
+    assert no_wheel.returncode == 2 and "SMAX_WHEEL: an unzipped jaxmarl wheel" in no_wheel.stderr and calls.read_text() == ""
 
 
 def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):

@@ -414,3 +414,59 @@ def test_ours_unpack_replaces_kept_and_moves_stale_runs_aside(tmp_path):
     refused = unpack(other)
     assert refused.returncode == 2 and "not an archive of ours" in refused.stderr
     assert unpack().returncode == 2
+
+
+def fake_wheel(tmp_path, version="9.9.9"):
+    """an unzipped 'jaxmarl VERSION' wheel whose SMAX is the installed one's, marked: WHEEL_MARKER in its package"""
+    installed = importlib.util.find_spec("jaxmarl").submodule_search_locations[0]
+    smax = tmp_path / "wheel" / "jaxmarl" / "environments" / "smax"
+    shutil.copytree(os.path.join(installed, "environments", "smax"), smax)
+    with open(smax / "__init__.py", "a") as f:
+        f.write("\nWHEEL_MARKER = 1\n")
+    info = tmp_path / "wheel" / f"jaxmarl-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: jaxmarl\nVersion: {version}\n")
+    return tmp_path / "wheel"
+
+
+def test_smax_wheel_replaces_the_smax_package_only(tmp_path):
+    """--smax-wheel: jaxmarl.environments.smax and its modules come from the wheel, the rest of jaxmarl from where it
+    was; an env of the wheel's SMAX plays; jax.tree_map (called by releases before 0.0.3) is jax.tree.map"""
+    wheel = fake_wheel(tmp_path)
+    code = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(RUNNER)!r})
+from jaxmarl_baseline import smax_from_wheel
+print(smax_from_wheel({str(wheel)!r}))
+import jax, jaxmarl
+import jaxmarl.environments.multi_agent_env as base
+import jaxmarl.environments.smax as smax
+from jaxmarl.environments.smax import smax_env
+env = smax.HeuristicEnemySMAX(scenario=smax.map_name_to_scenario("3m"))
+obs, state = env.reset(jax.random.PRNGKey(0))
+print(smax.WHEEL_MARKER, smax_env.__file__.startswith({str(wheel)!r}), base.__file__.startswith({str(wheel)!r}))
+print(obs["ally_0"].shape[0] > 0, jax.tree_map(lambda x: x + 1, {{"a": 1}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()  # jaxmarl's import prints between
+    assert lines[0] == "jaxmarl 9.9.9" and lines[-2:] == ["1 True False", "True {'a': 2}"]
+
+
+def test_smax_wheel_refuses_what_is_not_an_unzipped_wheel(tmp_path, capsys):
+    """the runner needs the wheel's dist-info (its release) and its SMAX package; the Hanabi baselines refuse the flag;
+    the greedy evaluation plays the SMAX its run's meta names, so a run whose wheel is gone fails there too"""
+    runner = load_runner()
+    wheel = fake_wheel(tmp_path)
+    shutil.rmtree(wheel / "jaxmarl-9.9.9.dist-info")
+    with pytest.raises(SystemExit, match="not an unzipped jaxmarl wheel"):
+        runner.smax_from_wheel(str(wheel))
+    with pytest.raises(SystemExit) as exit_info:
+        runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--baseline", "ippo_ff_hanabi", "--smax-wheel", "w", "--out", "x"])
+    assert exit_info.value.code == 2 and "not for ippo_ff_hanabi" in capsys.readouterr().err
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(dict(config={}, meta=dict(smax_wheel=str(tmp_path / "gone")), rows=[])))
+    evaluator = os.path.join(os.path.dirname(RUNNER), "jaxmarl_greedy_eval.py")
+    argv = ["--jaxmarl-dir", str(tmp_path), "--snapshot-dir", str(tmp_path), "--run-json", str(run), "--out", "e.json"]
+    out = subprocess.run([sys.executable, evaluator, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1 and "gone is not an unzipped jaxmarl wheel" in out.stderr

@@ -37,6 +37,16 @@ Install (a separate venv, not the repo's; JAX on the CPU). JaxMARL commit c793d0
 (jax/jaxlib/flax/optax/chex/numpy/gymnax/jaxtyping are the versions of requirements.txt; distrax 0.1.9 pulls
 tfp-nightly.)
 
+Another release's SMAX (mappo_rnn_smax, --smax-wheel DIR): Mava's published SMAX runs installed jaxmarl 0.0.2 (see
+benchmark/results/anchors.json). Its SMAX has the same units, heuristic enemy, reward and maps as 0.2.0's; dead units
+still move and push (0.2.0 freezes them) and its observations are scaled otherwise (230 features on 10m_vs_11m, 270
+in 0.2.0). The runner imports that package from the release's wheel in place of the checkout's SMAX; the checkout's
+baseline, wrappers and env base class stay, and meta records the release ("smax"):
+
+    /work/jaxmarl-venv/bin/pip download jaxmarl==0.0.2 --no-deps -d /tmp/jaxmarl-0.0.2
+    unzip -q /tmp/jaxmarl-0.0.2/jaxmarl-0.0.2-py3-none-any.whl -d /work/jaxmarl-0.0.2
+    ... benchmark/jaxmarl/jaxmarl_baseline.py --baseline mappo_rnn_smax --smax-wheel /work/jaxmarl-0.0.2 ...
+
 Run (recurrent MAPPO on 3m, stop 5 updates after the train win rate first reaches 0.8; Hanabi IPPO at 10M steps):
 
     JAXMARL_DIR=/work/jaxmarl-src JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl/jaxmarl_baseline.py \
@@ -89,8 +99,12 @@ Note: XLA uses every core of the machine; run it alone when timing.
 import argparse
 import copy
 import csv
+import email.parser
+import glob
 import importlib
+import importlib.abc
 import importlib.metadata
+import importlib.util
 import json
 import math
 import os
@@ -126,6 +140,36 @@ def jax_version() -> str:
     return importlib.metadata.version("jax")
 
 
+def smax_from_wheel(wheel_dir: str) -> str:
+    """Step the SMAX of another jaxmarl release: its package jaxmarl/environments/smax, from WHEEL_DIR (that release's
+    wheel from PyPI, unzipped), is imported in place of the checkout's; the rest of jaxmarl (the multi-agent env
+    base, the wrappers) and the baselines stay the checkout's. Call before jaxmarl is imported. Returns the release,
+    "jaxmarl VERSION", from the wheel's METADATA."""
+    smax_dir = os.path.join(os.path.abspath(wheel_dir), "jaxmarl", "environments", "smax")
+    infos = glob.glob(os.path.join(wheel_dir, "jaxmarl-*.dist-info", "METADATA"))
+    if len(infos) != 1 or not os.path.isfile(os.path.join(smax_dir, "__init__.py")):
+        raise SystemExit(
+            f"error: {wheel_dir} is not an unzipped jaxmarl wheel (jaxmarl-*.dist-info, jaxmarl/environments/smax)"
+        )
+    with open(infos[0]) as f:
+        version = email.parser.Parser().parse(f)["Version"]
+
+    class WheelSmax(importlib.abc.MetaPathFinder):  # ahead of the path finders: the package; its modules follow it
+        def find_spec(self, name, path=None, target=None):
+            if name != "jaxmarl.environments.smax":
+                return None
+            return importlib.util.spec_from_file_location(
+                name, os.path.join(smax_dir, "__init__.py"), submodule_search_locations=[smax_dir]
+            )
+
+    sys.meta_path.insert(0, WheelSmax())
+    import jax
+
+    if not hasattr(jax, "tree_map"):  # releases before 0.0.3 call jax.tree_map, gone since jax 0.6: the same function
+        jax.tree_map = jax.tree.map
+    return f"jaxmarl {version}"
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jaxmarl-dir", default=os.environ.get("JAXMARL_DIR"), help="JaxMARL checkout (default $JAXMARL_DIR)")
@@ -154,6 +198,13 @@ def parse_args(argv=None):
         help="mappo_rnn_smax only: 'mava' sets Mava's SMAX sweep values (LR 0.004 constant, 2 epochs x 2 mini-batches,\n"
         "MAX_GRAD_NORM 0.5; see VALUES); 'own' (default) keeps the baseline's config",
     )
+    p.add_argument(
+        "--smax-wheel",
+        default=None,
+        metavar="DIR",
+        help="mappo_rnn_smax only: step the SMAX of another jaxmarl release, DIR its wheel unzipped (e.g. 0.0.2, which\n"
+        "Mava's SMAX runs installed): `pip download jaxmarl==0.0.2 --no-deps -d W && unzip -q W/*.whl -d DIR`",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     p.add_argument("--out", required=True, help="output file: .json, else CSV")
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
@@ -175,6 +226,8 @@ def parse_args(argv=None):
     if not args.baseline.endswith("_smax"):
         if args.values != "own":
             p.error(f"--values {args.values}: values for mappo_rnn_smax's config, not {args.baseline}'s")
+        if args.smax_wheel:
+            p.error(f"--smax-wheel: an SMAX release for mappo_rnn_smax, not for {args.baseline}")
         if args.snapshot_dir or args.stop_at_win_rate is not None:
             p.error("--snapshot-dir and --stop-at-win-rate are for the SMAX baseline (Hanabi has no win rate)")
         args.map = None
@@ -204,6 +257,7 @@ class Recorder:
             baseline=args.baseline,
             values=args.values,
             jaxmarl_dir=os.path.abspath(args.jaxmarl_dir),
+            smax_wheel=args.smax_wheel and os.path.abspath(args.smax_wheel),  # None: the checkout's SMAX
             map=args.map,
             seed=seed,
             num_updates=num_updates,
@@ -400,6 +454,7 @@ def main(argv=None):
     jaxmarl_dir = os.path.abspath(args.jaxmarl_dir)
     baseline_dir = os.path.join(jaxmarl_dir, "baselines", folder)
     sys.path[:0] = [baseline_dir, jaxmarl_dir]  # the checkout's jaxmarl package wins over an installed one
+    smax = smax_from_wheel(args.smax_wheel) if args.smax_wheel else None  # None: the checkout's
 
     cfg = compose_config(baseline_dir, config_name, args)
     import jax
@@ -420,6 +475,7 @@ def main(argv=None):
         seed_config = dict(config, SEED=seed) if "SEED" in config else config
         recs.append(Recorder(args, seed_config, seed, num_updates, batch_steps, args.out.format(seed=seed)))
         recs[-1].meta.update(device=jax.devices()[0].device_kind, jax_version=jax.__version__)  # "cpu" or the GPU
+        recs[-1].meta["smax"] = smax
         if len(seeds) > 1:
             recs[-1].meta["seeds_in_program"] = seeds
     if len(seeds) == 1:

@@ -12,7 +12,8 @@ Run in the JaxMARL venv (see benchmark/jaxmarl/jaxmarl_baseline.py); the network
     JAX_PLATFORMS=cpu /work/jaxmarl-venv/bin/python benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir /work/jaxmarl-src \\
         --snapshot-dir DIR --run-json RUN.json --out EVAL.json
 
---run-json is the runner's --out (its "config" gives the map, env kwargs and network sizes).
+--run-json is the runner's --out (its "config" gives the map, env kwargs and network sizes; its "meta" the SMAX
+release, where the run stepped another than the checkout's: --smax-wheel).
 """
 
 import argparse
@@ -87,12 +88,17 @@ def main(argv=None):
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     jaxmarl_dir = os.path.abspath(args.jaxmarl_dir)
     sys.path[:0] = [os.path.join(jaxmarl_dir, "baselines", "MAPPO"), jaxmarl_dir]
+    with open(args.run_json) as f:
+        run = json.load(f)
+    config, smax_wheel = run["config"], run.get("meta", {}).get("smax_wheel")
+    if smax_wheel:  # the run stepped another release's SMAX (the runner's --smax-wheel): play that one too
+        from jaxmarl_baseline import smax_from_wheel  # this script's folder
+
+        smax_from_wheel(smax_wheel)
     import jax
     import mappo_rnn_smax as baseline
     from flax import serialization
 
-    with open(args.run_json) as f:
-        config = json.load(f)["config"]
     with open(os.path.join(args.snapshot_dir, "index.json")) as f:
         snapshots = json.load(f)
     index = [s for i, s in enumerate(snapshots) if i % args.every == 0 or i >= len(snapshots) - args.last]

@@ -81,8 +81,10 @@ def sc2_reference() -> str:
 
 
 # Results folder of a 10M SMAX family -> (script, setting, where it ran). Ours and JaxMARL's runs here step the SMAX of
-# the pinned jaxmarl release (requirements.txt); Mava's published runs an earlier one (before that release's fixes).
+# the pinned jaxmarl release (requirements.txt), unless a JaxMARL run's meta names another (jaxmarl_baseline.py
+# --smax-wheel); Mava's published runs stepped jaxmarl 0.0.2's (anchors.json).
 SMAX_VERSION = "jaxmarl 0.2.0"
+MAVA_SMAX = "jaxmarl 0.0.2"  # why: anchors.json's source for Mava rec-MAPPO
 SMAX_SETTINGS = {
     "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
@@ -103,6 +105,11 @@ SMAX_SETTINGS = {
     "smax_hard_10m_mava_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
         "Mava's SMAX values (lr 4e-3 constant, 2 epochs x 2 mini-batches, gradient norm 0.5), run by us",
+        "2-core CPU, beside our runs",
+    ),
+    "smax_hard_10m_mava_smax002_jaxmarl": (
+        "JaxMARL mappo_rnn_smax",
+        "Mava's SMAX values, on the SMAX Mava's runs stepped, run by us",
         "2-core CPU, beside our runs",
     ),
 }
@@ -126,18 +133,22 @@ def jaxmarl_smax(folder: str) -> list[dict]:
                 run = json.load(f)
             meta = run.get("meta", {})
             values = meta.get("values", "own")  # jaxmarl_baseline.py --values (runs before it: own)
-            if folder != ("smax_hard_10m_jaxmarl" if values == "own" else f"smax_hard_10m_{values}_jaxmarl"):
-                raise SystemExit(f"error: {folder}/{name} ran with --values {values}: it belongs in another folder")
+            smax = meta.get("smax") or SMAX_VERSION  # --smax-wheel's release, else the checkout's
+            tags = ([] if values == "own" else [values]) + ([] if smax == SMAX_VERSION else ["smax" + smax.split()[-1]])
+            if folder != "_".join(["smax_hard_10m", *tags, "jaxmarl"]).replace(".", ""):
+                raise SystemExit(f"error: {folder}/{name} ran with --values {values} on {smax}: it belongs in another folder")
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
             # runs before the device was recorded ran on this machine's CPU
             device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
-            runs.setdefault((run["config"]["MAP_NAME"], device), []).append((run["rows"], *evals))  # training, greedy, sampled
+            runs.setdefault((run["config"]["MAP_NAME"], device, smax), []).append(
+                (run["rows"], *evals)
+            )  # training, greedy, sampled
     rows = []
-    for (env, (device, at_once, beside)), seeds in runs.items():
+    for (env, (device, at_once, beside), smax), seeds in runs.items():
         last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
-        row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train)
+        row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train, smax=smax)
         shared = "alone" if at_once == 1 else f"{at_once} runs at once"
         beside = f", beside {beside} on its CPU" if beside else ""  # device_runs.sh ours on the same call
         row.update(machine=None if device == "cpu" else f"{device}, {shared}{beside}")  # None: the folder's machine
@@ -210,14 +221,14 @@ def smax_10m(*folders: str) -> str:
             script, setting, machine = SMAX_SETTINGS[folder]
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
             out.append(
-                f"| {env} | {script}, {setting} | {SMAX_VERSION} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
+                f"| {env} | {script}, {setting} | {r.get('smax', SMAX_VERSION)} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
                 f"| {wall} |"
             )
         for a in anchors["smax"].get(env, []):
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
                 who, steps, value = f"{a['name']} (published plot)", a["budget"], f"~{a['value']}"
-                out.append(f"| {env} | {who} | earlier | 10 | {steps} | - | {value} | - | - |")
+                out.append(f"| {env} | {who} | {MAVA_SMAX} | 10 | {steps} | - | {value} | - | - |")
     figures = "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
     if any(f.endswith("_jaxmarl") for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
         figures += curves("smax_hard_10m_compare")
