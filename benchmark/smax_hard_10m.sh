@@ -54,7 +54,7 @@ jaxmarl() {
   local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl
   [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
   local wheel=() release
-  if [ -n "${SMAX_WHEEL:-}" ]; then  # e.g. .../jaxmarl-0.0.2.dist-info: smax_hard_10m_[mava_]smax002_jaxmarl
+  if [ -n "${SMAX_WHEEL:-}" ]; then  # it holds jaxmarl-0.0.2.dist-info: smax_hard_10m_[mava_]smax002_jaxmarl
     release=$(basename "$SMAX_WHEEL"/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}
     out=${out%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$SMAX_WHEEL")
   fi
@@ -67,7 +67,7 @@ jaxmarl() {
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
         rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
         if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
-          --values "$values" "${wheel[@]}" --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
+          --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
           gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
         else
           echo "failed: $name, see $log" >&2 && failed=1 && continue
@@ -111,8 +111,9 @@ case ${1:-} in
   plan) queue; exit 0 ;;
   jaxmarl)
     [[ ${JAXMARL_VALUES:-own} =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$JAXMARL_VALUES'" >&2 && exit 2; }
-    [ -z "${SMAX_WHEEL:-}" ] || [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] ||
-      { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info), not '$SMAX_WHEEL'" >&2 && exit 2; }
+    [ -z "${SMAX_WHEEL:-}" ] || { [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] &&
+      [ -d "$SMAX_WHEEL/jaxmarl/environments/smax" ]; } ||
+      { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info, its SMAX), not '$SMAX_WHEEL'" >&2 && exit 2; }
     status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;

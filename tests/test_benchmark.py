@@ -806,6 +806,9 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     assert not (repo / "benchmark/results/smax_hard_10m_tuned_jaxmarl").exists()
     wheel = tmp_path / "wheel"  # an unzipped jaxmarl 0.0.2 wheel: its SMAX, in a folder named by its release
     (wheel / "jaxmarl-0.0.2.dist-info").mkdir(parents=True)
+    no_smax = run(values="mava", wheel=str(wheel))
+    assert no_smax.returncode == 2 and "SMAX_WHEEL: an unzipped jaxmarl wheel" in no_smax.stderr and calls.read_text() == ""
+    (wheel / "jaxmarl" / "environments" / "smax").mkdir(parents=True)
     older = run(values="mava", wheel=str(wheel))
     trained = [line for line in calls.read_text().splitlines() if line.startswith("jaxmarl_baseline.py")]
     assert older.returncode == 0 and trained == [f"jaxmarl_baseline.py --values mava --smax-wheel {wheel}"] * 2, older.stderr

@@ -446,11 +446,16 @@ env = smax.HeuristicEnemySMAX(scenario=smax.map_name_to_scenario("3m"))
 obs, state = env.reset(jax.random.PRNGKey(0))
 print(smax.WHEEL_MARKER, smax_env.__file__.startswith({str(wheel)!r}), base.__file__.startswith({str(wheel)!r}))
 print(obs["ally_0"].shape[0] > 0, jax.tree_map(lambda x: x + 1, {{"a": 1}}))
+try:  # a second finder would come after the first import: refused
+    smax_from_wheel({str(wheel)!r})
+except SystemExit as e:
+    print(e)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()  # jaxmarl's import prints between
-    assert lines[0] == "jaxmarl 9.9.9" and lines[-2:] == ["1 True False", "True {'a': 2}"]
+    assert lines[0] == "jaxmarl 9.9.9" and lines[-3:-1] == ["1 True False", "True {'a': 2}"]
+    assert lines[-1] == "error: jaxmarl's SMAX is imported already; take another release's before jaxmarl is imported"
 
 
 def test_smax_wheel_refuses_what_is_not_an_unzipped_wheel(tmp_path, capsys):

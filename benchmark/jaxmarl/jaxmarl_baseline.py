@@ -39,9 +39,10 @@ tfp-nightly.)
 
 Another release's SMAX (mappo_rnn_smax, --smax-wheel DIR): Mava's published SMAX runs installed jaxmarl 0.0.2 (see
 benchmark/results/anchors.json). Its SMAX has the same units, heuristic enemy, reward and maps as 0.2.0's; dead units
-still move and push (0.2.0 freezes them) and its observations are scaled otherwise (230 features on 10m_vs_11m, 270
-in 0.2.0). The runner imports that package from the release's wheel in place of the checkout's SMAX; the checkout's
-baseline, wrappers and env base class stay, and meta records the release ("smax"):
+still move and push (0.2.0 freezes them) and its observations differ: one last-action entry per unit where 0.2.0 has
+movement and target, and other scaling (230 features on 10m_vs_11m, 270 in 0.2.0). The runner imports that package
+from the release's wheel in place of the checkout's SMAX; the checkout's baseline, wrappers and env base class stay,
+and meta records the release ("smax"):
 
     /work/jaxmarl-venv/bin/pip download jaxmarl==0.0.2 --no-deps -d /tmp/jaxmarl-0.0.2
     unzip -q /tmp/jaxmarl-0.0.2/jaxmarl-0.0.2-py3-none-any.whl -d /work/jaxmarl-0.0.2
@@ -151,6 +152,8 @@ def smax_from_wheel(wheel_dir: str) -> str:
         raise SystemExit(
             f"error: {wheel_dir} is not an unzipped jaxmarl wheel (jaxmarl-*.dist-info, jaxmarl/environments/smax)"
         )
+    if "jaxmarl.environments.smax" in sys.modules:  # imported already: the finder would come too late
+        raise SystemExit("error: jaxmarl's SMAX is imported already; take another release's before jaxmarl is imported")
     with open(infos[0]) as f:
         version = email.parser.Parser().parse(f)["Version"]
 

@@ -32,6 +32,7 @@ OURS = {
 JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on it (JAXMARL_VALUES=mava)
     "smax_hard_10m_jaxmarl": "JaxMARL mappo_rnn_smax",
     "smax_hard_10m_mava_jaxmarl": "JaxMARL mappo_rnn_smax, Mava's values",
+    "smax_hard_10m_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, jaxmarl 0.0.2's SMAX",
     "smax_hard_10m_mava_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, Mava's values, jaxmarl 0.0.2's SMAX",
 }
 SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}

@@ -107,6 +107,11 @@ SMAX_SETTINGS = {
         "Mava's SMAX values (lr 4e-3 constant, 2 epochs x 2 mini-batches, gradient norm 0.5), run by us",
         "2-core CPU, beside our runs",
     ),
+    "smax_hard_10m_smax002_jaxmarl": (
+        "JaxMARL mappo_rnn_smax",
+        "its own config, on the SMAX Mava's runs stepped, run by us",
+        "2-core CPU, beside our runs",
+    ),
     "smax_hard_10m_mava_smax002_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
         "Mava's SMAX values, on the SMAX Mava's runs stepped, run by us",
@@ -134,7 +139,7 @@ def jaxmarl_smax(folder: str) -> list[dict]:
             meta = run.get("meta", {})
             values = meta.get("values", "own")  # jaxmarl_baseline.py --values (runs before it: own)
             smax = meta.get("smax") or SMAX_VERSION  # --smax-wheel's release, else the checkout's
-            tags = ([] if values == "own" else [values]) + ([] if smax == SMAX_VERSION else ["smax" + smax.split()[-1]])
+            tags = ([] if values == "own" else [values]) + (["smax" + smax.split()[-1]] if meta.get("smax") else [])
             if folder != "_".join(["smax_hard_10m", *tags, "jaxmarl"]).replace(".", ""):
                 raise SystemExit(f"error: {folder}/{name} ran with --values {values} on {smax}: it belongs in another folder")
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
