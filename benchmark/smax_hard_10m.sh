@@ -43,6 +43,11 @@
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005 jaxcfg"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
 # jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
+#   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
+#                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
+# mava: MAVA_DIR and MAVA_PYTHON name the checkout and its venv (see benchmark/mava/mava_baseline.py), MAPS and SEEDS pick
+# runs; one at a time, ~2.5-3 h each here beside another run. A run has no checkpoint: one cut short starts again.
+# Finished runs go to benchmark/results/smax_hard_10m_mava_rec_mappo as rec_mappo_<map>_seed<seed>.json.gz (commit them).
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,6 +111,26 @@ queue() {  # the command line of every run still to do, seed by seed
   done
 }
 
+mava() {
+  local out=benchmark/results/smax_hard_10m_mava_rec_mappo python=${MAVA_PYTHON:-/work/mava-venv/bin/python}
+  local dir=${MAVA_DIR:-/work/mava-src} failed=0 name seed map
+  mkdir -p "$out/runs"
+  for seed in ${SEEDS:-0 1 2}; do
+    for map in ${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m}; do
+      name=rec_mappo_${map}_seed$seed
+      [ ! -e "$out/$name.json.gz" ] || { echo "done already: $name" >&2 && continue; }
+      rm -rf "${out:?}/runs/$name"  # a run cut short starts again
+      if "$python" benchmark/mava/mava_baseline.py --mava-dir "$dir" --map "$map" --seed "$seed" --run-dir "$out/runs/$name" \
+        --out "$out/runs/$name.json" >>"$out/$name.log" 2>&1; then
+        gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && echo "done: $name" >&2
+      else
+        echo "failed: $name, see $out/$name.log" >&2 && failed=1
+      fi
+    done
+  done
+  return $failed
+}
+
 case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
@@ -115,8 +140,9 @@ case ${1:-} in
       [ -d "$SMAX_WHEEL/jaxmarl/environments/smax" ]; } ||
       { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info, its SMAX), not '$SMAX_WHEEL'" >&2 && exit 2; }
     status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
+  mava) status=0 && mava || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
-  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl]" >&2 && exit 2 ;;
+  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl|mava]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done

@@ -909,3 +909,90 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert "sampled eval" not in sides["mappo_rnn.py, paper"]["5m_vs_6m"]  # no --eval-sampled in that run
     hard_maps_curves.main(["--results", str(tmp_path)])
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
+
+
+def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2"):
+    """a run of benchmark/mava/mava_baseline.py: one row per evaluation (every 10 updates of 16,384 env steps)"""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [dict(step=163840 * (i + 1), win_rate=w) for i, w in enumerate(win_rates)]
+    meta = dict(map=env_id, seed=seed, smax=smax, evaluation_greedy=greedy, wall_time=9000.0 + seed)
+    with gzip.open(folder / f"rec_mappo_{env_id}_seed{seed}.json.gz", "wt") as f:
+        json.dump(dict(config={}, meta=meta, rows=rows), f)
+
+
+def test_mava_runs_take_the_column_of_their_metric_and_their_smax(tmp_path, monkeypatch):
+    """Mava's own runs (smax_hard_10m.sh mava): per seed the median of its last 10 evaluations, in the sampled column
+    (its config's evaluation_greedy: False), no greedy or training score; its SMAX release; the run's wall time; and
+    a side of its own on the compare figure"""
+    import hard_maps_curves
+    import update_readme
+
+    shutil.copy(ROOT / "benchmark/results/anchors.json", tmp_path)
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    mava = tmp_path / "smax_hard_10m_mava_rec_mappo"
+    write_mava_run(mava, "10m_vs_11m", 0, [0.9] * 52 + [0.5, 0.6, 0.7, 0.4, 0.55, 0.65, 0.45, 0.6, 0.5, 0.6])
+    write_mava_run(mava, "10m_vs_11m", 1, [0.3] * 62)
+    (mava / "rec_mappo_10m_vs_11m_seed2.log").write_text("")  # a log is not a run
+    table = update_readme.smax_10m("smax_hard_10m_mava_rec_mappo").splitlines()
+    [row] = [line.split(" | ") for line in table if line.startswith("| 10m_vs_11m | Mava rec_mappo")]
+    assert row[1:8] == [
+        "Mava rec_mappo (82583ba), its SMAX sweep config, run by us",
+        "jaxmarl 0.0.2",
+        "2",
+        "10.2M",
+        "-",
+        "57, 30",  # seed 0: the median of its last 10 is 0.575, the first 52 left out
+        "-",
+    ]
+    assert row[8] == "2.5 h (2-core CPU, beside our runs) |"
+    assert "smax_hard_10m_compare/curves.png" in "\n".join(table)  # every implementation's figure, no figure of its own
+    side = hard_maps_curves.mava(str(tmp_path))
+    assert list(side) == ["Mava rec_mappo, jaxmarl 0.0.2"] and list(side["Mava rec_mappo, jaxmarl 0.0.2"]["10m_vs_11m"]) == [
+        "sampled eval"
+    ]
+    write_mava_run(mava, "5m_vs_6m", 0, [0.25] * 10, greedy=True)  # a greedy config: the greedy column
+    [row] = [
+        line.split(" | ")
+        for line in update_readme.smax_10m("smax_hard_10m_mava_rec_mappo").splitlines()
+        if "| 5m_vs_6m | Mava rec_mappo" in line
+    ]
+    assert row[5:8] == ["25", "-", "-"]
+
+
+FAKE_MAVA_RUNNER = """import json, os, sys
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+with open(os.environ["CALLS"], "a") as f:
+    f.write(os.path.basename(sys.argv[1]) + " " + args["--map"] + " " + args["--seed"] + "\\n")
+if args["--map"] == os.environ.get("FAIL_MAP"):
+    sys.exit("error: rec_mappo.py exited with 1")
+with open(args["--out"], "w") as f:
+    meta = dict(map=args["--map"], seed=int(args["--seed"]), smax="jaxmarl 0.0.2", evaluation_greedy=False, wall_time=1.0)
+    json.dump(dict(config={}, meta=meta, rows=[dict(step=163840, win_rate=0.5)]), f)
+"""
+
+
+def test_smax_hard_mava_mode_runs_what_is_missing(tmp_path):
+    """`bash benchmark/smax_hard_10m.sh mava` with a stand-in for Mava's venv python: each run of MAPS x SEEDS (Mava's
+    sweep seeds by default) goes through mava_baseline.py into the folder, gzipped; a failed run leaves nothing and the
+    next still runs (exit 1); run again, only the missing one runs"""
+    repo = benchmark_copy(tmp_path)
+    fake = stand_in(tmp_path / "python", FAKE_MAVA_RUNNER)
+    calls = tmp_path / "calls"
+
+    def run(fail_map="", seeds=None):
+        calls.write_text("")
+        env = dict(os.environ, MAVA_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, MAPS="5m_vs_6m 10m_vs_11m")
+        env.pop("SEEDS", None)
+        if seeds:
+            env["SEEDS"] = seeds
+        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "mava"]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+    out = repo / "benchmark/results/smax_hard_10m_mava_rec_mappo"
+    first = run(fail_map="5m_vs_6m", seeds="0")
+    assert first.returncode == 1 and "failed: rec_mappo_5m_vs_6m_seed0" in first.stderr, first.stderr
+    assert calls.read_text().split("\n")[:-1] == ["mava_baseline.py 5m_vs_6m 0", "mava_baseline.py 10m_vs_11m 0"]
+    assert sorted(p.name for p in out.glob("*.json.gz")) == ["rec_mappo_10m_vs_11m_seed0.json.gz"]
+    second = run()  # seeds 0 1 2: the one done is skipped
+    assert second.returncode == 0 and "done already: rec_mappo_10m_vs_11m_seed0" in second.stderr, second.stderr
+    assert len(calls.read_text().splitlines()) == 5 and len(list(out.glob("*.json.gz"))) == 6

@@ -2,7 +2,8 @@
 evaluation and the training episodes' win rate against env steps, for each setting of ours (the folders of
 benchmark/smax_hard_10m.sh: the mean over seeds of each seed's curve, smoothed over 10 evaluations) and JaxMARL's
 mappo_rnn_smax run by us, with its own config and with Mava's SMAX values (its logged training win rate, smoothed over
-10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds).
+10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds), and
+Mava's own rec_mappo run by us (its evaluations, every 10th update; the mean over seeds).
 
     python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
 
@@ -35,6 +36,7 @@ JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on
     "smax_hard_10m_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, jaxmarl 0.0.2's SMAX",
     "smax_hard_10m_mava_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, Mava's values, jaxmarl 0.0.2's SMAX",
 }
+MAVA_FOLDER = "smax_hard_10m_mava_rec_mappo"  # Mava's own recurrent MAPPO, its sweep config (benchmark/mava/)
 SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}
 
 
@@ -90,6 +92,20 @@ def jaxmarl_folder(folder: str) -> dict:
     return out
 
 
+def mava(results: str) -> dict:
+    """Mava's own runs (benchmark/smax_hard_10m.sh mava): label -> map -> score -> its evaluations, one curve per seed,
+    in the score of their kind (sampled, unless its config evaluates greedily)"""
+    folder, out = os.path.join(results, MAVA_FOLDER), {}
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.startswith("rec_mappo_") and name.endswith(".json.gz"):
+            with gzip.open(os.path.join(folder, name), "rt") as f:
+                run = json.load(f)
+            score = "greedy eval" if run["meta"]["evaluation_greedy"] else "sampled eval"
+            curve = (np.array([r["step"] for r in run["rows"]]), np.array([r["win_rate"] for r in run["rows"]]))
+            out.setdefault(run["meta"]["map"], {}).setdefault(score, []).append(curve)
+    return {f"Mava rec_mappo, {run['meta']['smax']}": out} if out else {}
+
+
 def plot(sides: dict, path: str):
     import matplotlib
 
@@ -119,7 +135,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", default=RESULTS)
     opts = parser.parse_args(argv)
-    sides = {**ours(opts.results), **jaxmarl(opts.results)}
+    sides = {**ours(opts.results), **jaxmarl(opts.results), **mava(opts.results)}
     if not sides:
         sys.exit("error: no finished hard-map run: bash benchmark/smax_hard_10m.sh")
     out = os.path.join(opts.results, "smax_hard_10m_compare")

@@ -84,6 +84,7 @@ def sc2_reference() -> str:
 # the pinned jaxmarl release (requirements.txt), unless a JaxMARL run's meta names another (jaxmarl_baseline.py
 # --smax-wheel); Mava's published runs stepped jaxmarl 0.0.2's (anchors.json).
 SMAX_VERSION = "jaxmarl 0.2.0"
+BASELINE_FOLDERS = ("_jaxmarl", "_rec_mappo")  # other implementations run here: JaxMARL's, Mava's (no summary.json)
 MAVA_SMAX = "jaxmarl 0.0.2"  # why: anchors.json's source for Mava rec-MAPPO
 SMAX_SETTINGS = {
     "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
@@ -110,6 +111,11 @@ SMAX_SETTINGS = {
     "smax_hard_10m_smax002_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
         "its own config, on the SMAX Mava's runs stepped, run by us",
+        "2-core CPU, beside our runs",
+    ),
+    "smax_hard_10m_mava_rec_mappo": (
+        "Mava rec_mappo (82583ba)",
+        "its SMAX sweep config, run by us",
         "2-core CPU, beside our runs",
     ),
     "smax_hard_10m_mava_smax002_jaxmarl": (
@@ -161,6 +167,27 @@ def jaxmarl_smax(folder: str) -> list[dict]:
     return rows
 
 
+def mava_smax(folder: str) -> list[dict]:
+    """Mava's own runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh mava`: benchmark/mava/mava_baseline.py)
+    as summarize.py's rows: per map, each seed's median over its last 10 evaluations, in the column of their metric
+    (sampled or greedy, from the run's config); the env steps of its last evaluation and the run's wall time."""
+    import gzip
+
+    runs = {}
+    for name in sorted(os.listdir(os.path.join(RESULTS, folder))):
+        if name.startswith("rec_mappo_") and name.endswith(".json.gz"):
+            with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
+                run = json.load(f)
+            runs.setdefault((run["meta"]["map"], run["meta"]["smax"], run["meta"]["evaluation_greedy"]), []).append(run)
+    rows = []
+    for (env, smax, greedy), seeds in runs.items():
+        last10 = [100 * float(np.median([r["win_rate"] for r in run["rows"][-10:]])) for run in seeds]
+        row = dict(env_id=env, metric="win rate %", scores=last10 if greedy else [], sampled_scores=[] if greedy else last10)
+        row.update(smax=smax, env_steps=[run["rows"][-1]["step"] for run in seeds], machine=None)
+        rows.append(dict(row, wall_time=[run["meta"]["wall_time"] for run in seeds]))
+    return rows
+
+
 def elsewhere(folder: str, row: dict) -> str:
     """The share of a row's env steps trained away from its folder's machine, from FOLDER/kept/machines.json (each run
     resumed on a lent machine's CPU cores by benchmark/jaxmarl/device_runs.sh ours: [machine, from step, to step]), as
@@ -195,13 +222,15 @@ def smax_10m(*folders: str) -> str:
     sampled evaluation, or the training episodes (sampled actions); each of ours is per seed, the median of its last
     10 evaluations (or of the training episodes of the same 10 rollouts)."""
     done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
-    jaxmarl = [f for f in folders if f.endswith("_jaxmarl") and os.path.isdir(os.path.join(RESULTS, f))]
-    done += [f for f in jaxmarl if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
+    baselines = [f for f in folders if f.endswith(BASELINE_FOLDERS) and os.path.isdir(os.path.join(RESULTS, f))]
+    done += [f for f in baselines if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
     if not done:
         return f"(not finished yet: `bash benchmark/{'smax_10m' if folders == ('smax_10m_mappo',) else 'smax_hard_10m'}.sh`)"
     anchors, ours = load("anchors.json"), {}
     for folder in done:
-        for r in jaxmarl_smax(folder) if folder.endswith("_jaxmarl") else load(f"{folder}/summary.json"):
+        readers = {"_jaxmarl": jaxmarl_smax, "_rec_mappo": mava_smax}
+        reader = next((read for end, read in readers.items() if folder.endswith(end)), None)
+        for r in reader(folder) if reader else load(f"{folder}/summary.json"):
             if r.get("metric", "").startswith("win"):
                 ours.setdefault(r["env_id"], []).append((folder, r))
     out = [
@@ -225,8 +254,9 @@ def smax_10m(*folders: str) -> str:
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
+            seeds = len(r["scores"] or r["sampled_scores"])  # Mava's runs: sampled evaluations only
             out.append(
-                f"| {env} | {script}, {setting} | {r.get('smax', SMAX_VERSION)} | {len(r['scores'])} | {min(r['env_steps']) / 1e6:.3g}M "
+                f"| {env} | {script}, {setting} | {r.get('smax', SMAX_VERSION)} | {seeds} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
                 f"| {wall} |"
             )
@@ -234,8 +264,8 @@ def smax_10m(*folders: str) -> str:
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
                 who, steps, value = f"{a['name']} (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | {MAVA_SMAX} | 10 | {steps} | - | {value} | - | - |")
-    figures = "".join(curves(f) for f in done if not f.endswith("_jaxmarl"))
-    if any(f.endswith("_jaxmarl") for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
+    figures = "".join(curves(f) for f in done if not f.endswith(BASELINE_FOLDERS))
+    if any(f.endswith(BASELINE_FOLDERS) for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
         figures += curves("smax_hard_10m_compare")
     return "\n".join(out) + figures
 
