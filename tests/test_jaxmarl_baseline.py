@@ -344,6 +344,17 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
     env["JAXMARL_VALUES"] = "tuned"
     out = run()
     assert out.returncode == 2 and "JAXMARL_VALUES: own or mava" in out.stderr
+    env["JAXMARL_VALUES"], env["SMAX_WHEEL"] = "mava", ".device/smax-wheel"  # 0.0.2's SMAX, from the kit
+    (tmp_path / ".device" / "smax-wheel" / "jaxmarl-0.0.2.dist-info").mkdir(parents=True)
+    out = run()
+    assert out.returncode == 2 and "SMAX_WHEEL: prepare with it first" in out.stderr
+    (tmp_path / ".device" / "smax-wheel" / "jaxmarl" / "environments" / "smax").mkdir(parents=True)
+    (tmp_path / "benchmark/results/smax_hard_10m_mava_smax002_jaxmarl/mappo_rnn_smax_5m_vs_6m_seed1.json.gz").parent.mkdir()
+    (tmp_path / "benchmark/results/smax_hard_10m_mava_smax002_jaxmarl/mappo_rnn_smax_5m_vs_6m_seed1.json.gz").write_bytes(b"")
+    out = run()  # its own folder: the first run missing there
+    assert "running 5m_vs_6m, seeds 2" in out.stdout, out.stderr
+    baseline_args = (tmp_path / "args").read_text().splitlines()[-1].split()
+    assert baseline_args[baseline_args.index("--smax-wheel") + 1] == str(tmp_path / ".device" / "smax-wheel")
 
 
 def test_unpack_puts_each_run_in_the_archives_folder(tmp_path):

@@ -25,6 +25,9 @@
 # label: its GPU was its own, the machine's CPU was not.
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
 # JAXMARL_VALUES (own: the config's; mava: jaxmarl_baseline.py --values mava, into smax_hard_10m_mava_jaxmarl),
+# SMAX_WHEEL (another jaxmarl release's SMAX, its wheel unzipped: prepare copies it into the kit; run, with it set to
+# the same folder here or to .device/smax-wheel, names the results folder by its release, e.g. smax_hard_10m_smax002_jaxmarl,
+# and runs jaxmarl_baseline.py --smax-wheel on the kit's copy),
 # TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
 # archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
@@ -47,6 +50,11 @@ cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
 [ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
+wheel=()
+if [ -n "${SMAX_WHEEL:-}" ]; then  # another release's SMAX: a folder of its own, as smax_hard_10m.sh jaxmarl names it
+  release=$(basename "$SMAX_WHEEL"/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}
+  results=${results%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$PWD/$kit/smax-wheel")
+fi
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
     for seed in 1 2 3; do
@@ -81,6 +89,7 @@ case ${1:-} in
     rm -rf "$kit" && mkdir -p "$kit/whl" "$kit/jaxmarl-src" "$kit/stub"
     cp -r "$src/jaxmarl" "$src/baselines" "$kit/jaxmarl-src/"
     git -C "$src" rev-parse HEAD >"$kit/jaxmarl-src/COMMIT"
+    [ -z "${SMAX_WHEEL:-}" ] || cp -r "$SMAX_WHEEL" "$kit/smax-wheel"  # another release's SMAX, unzipped (run: SMAX_WHEEL)
     # the baseline imports wandb; jaxmarl_baseline.py replaces its log and never calls init: a stub stands in for it
     printf 'def init(*args, **kwargs):\n    pass\n\n\ndef log(*args, **kwargs):\n    pass\n' >"$kit/stub/wandb.py"
     platforms="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
@@ -93,6 +102,8 @@ case ${1:-} in
     du -sh "$kit" ;;
   run)
     [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$values'" >&2 && exit 2; }
+    [ ${#wheel[@]} = 0 ] || [ -d "$kit/smax-wheel/jaxmarl/environments/smax" ] ||
+      { echo "SMAX_WHEEL: prepare with it first (no $kit/smax-wheel with an SMAX package)" >&2 && exit 2; }
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
     echo "running $maps, seeds $seeds"
@@ -106,7 +117,7 @@ case ${1:-} in
       runs=mappo_rnn_smax_${map}_seed{seed}  # jaxmarl_baseline.py names each seed's files
       # shellcheck disable=SC2086
       timeout "${RUN_SECONDS:-420}" "$py" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$kit/jaxmarl-src" \
-        --baseline mappo_rnn_smax --values "$values" --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
+        --baseline mappo_rnn_smax --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed $seeds --snapshot-dir "$work/snapshots/$runs" \
         --out "$work/$runs.json" $extra >"$work/mappo_rnn_smax_$map.log" 2>&1 &
       pids[$map]=$!
     done
