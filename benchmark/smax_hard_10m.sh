@@ -122,7 +122,8 @@ mava() {
       rm -rf "${out:?}/runs/$name"  # a run cut short starts again
       if "$python" benchmark/mava/mava_baseline.py --mava-dir "$dir" --map "$map" --seed "$seed" --run-dir "$out/runs/$name" \
         --out "$out/runs/$name.json" >>"$out/$name.log" 2>&1; then
-        gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && echo "done: $name" >&2
+        { gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && echo "done: $name" >&2; } ||
+          { echo "failed: keeping $name, see $out/runs" >&2 && failed=1; }
       else
         echo "failed: $name, see $out/$name.log" >&2 && failed=1
       fi

@@ -344,7 +344,7 @@ def test_device_runs_by_default_run_the_first_missing_run_alone(tmp_path):
     env["JAXMARL_VALUES"] = "tuned"
     out = run()
     assert out.returncode == 2 and "JAXMARL_VALUES: own or mava" in out.stderr
-    env["JAXMARL_VALUES"], env["SMAX_WHEEL"] = "mava", ".device/smax-wheel"  # 0.0.2's SMAX, from the kit
+    env["JAXMARL_VALUES"], env["SMAX_WHEEL"] = "mava", "/work/jaxmarl-0.0.2"  # a folder of this machine: the kit's copy runs
     (tmp_path / ".device" / "smax-wheel" / "jaxmarl-0.0.2.dist-info").mkdir(parents=True)
     out = run()
     assert out.returncode == 2 and "SMAX_WHEEL: prepare with it first" in out.stderr

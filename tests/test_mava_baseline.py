@@ -74,7 +74,11 @@ def test_rows_are_the_evaluations_in_step_order_as_fractions(tmp_path):
     assert child["args"]["env.scenario"] == "10m_vs_11m" and child["args"]["system.num_updates"] == "24"
     assert (child["neptune"], child["jax"], child["prealloc"]) == ("debug", "cpu", "false")
     again = run_runner(tmp_path)  # the run folder holds that run: Mava would add to its metrics.json
-    assert again.returncode == 2 and "holds a run already" in again.stderr
+    assert again.returncode == 2 and "is not empty" in again.stderr
+    (tmp_path / "elsewhere" / "mava").mkdir(parents=True)  # a venv whose mava is another checkout's
+    (tmp_path / "elsewhere" / "mava" / "__init__.py").write_text("")
+    other = run_runner(tmp_path, "--run-dir", str(tmp_path / "run2"), env=dict(PYTHONPATH=str(tmp_path / "elsewhere")))
+    assert other.returncode == 1 and "not --mava-dir's" in other.stderr and not (tmp_path / "run2").exists()
 
 
 def test_a_failed_run_leaves_no_output(tmp_path):
@@ -83,16 +87,17 @@ def test_a_failed_run_leaves_no_output(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_the_child_does_not_outlive_the_runner(tmp_path):
-    """SIGTERM (a benchmark script stopped) ends the runner and Mava's process with it"""
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGKILL, -9)])
+def test_the_child_does_not_outlive_the_runner(tmp_path, sig, code):
+    """SIGTERM (a benchmark script stopped) ends the runner and Mava's process with it; SIGKILL too (Linux)"""
     runner = run_runner(tmp_path, env=dict(FAKE_SLEEP="120"), wait=False)
     for _ in range(200):  # the child has started
         if (tmp_path / "child").exists() and (tmp_path / "child").read_text():
             break
         time.sleep(0.05)
     pid = json.loads((tmp_path / "child").read_text())["pid"]
-    runner.send_signal(signal.SIGTERM)
-    assert runner.wait(timeout=30) == 143
+    runner.send_signal(sig)
+    assert runner.wait(timeout=30) == code
     for _ in range(100):
         try:
             os.kill(pid, 0)

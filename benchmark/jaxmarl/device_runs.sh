@@ -26,8 +26,8 @@
 # Variables: MAPS and SEEDS (unset: the first run of the hard maps, seeds 1-3, not yet in the results folder, alone);
 # JAXMARL_VALUES (own: the config's; mava: jaxmarl_baseline.py --values mava, into smax_hard_10m_mava_jaxmarl),
 # SMAX_WHEEL (another jaxmarl release's SMAX, its wheel unzipped: prepare copies it into the kit; run, with it set to
-# the same folder here or to .device/smax-wheel, names the results folder by its release, e.g. smax_hard_10m_smax002_jaxmarl,
-# and runs jaxmarl_baseline.py --smax-wheel on the kit's copy),
+# anything, takes the kit's copy: names the results folder by its release, e.g. smax_hard_10m_smax002_jaxmarl, and runs
+# jaxmarl_baseline.py --smax-wheel on it),
 # TOTAL_TIMESTEPS (unset: the config's 1e7; set it only for a timing trial, it changes the schedule), OUT (where the
 # archive goes; the device tool sets it), PYTHON (python3: the image's, with PyTorch and JAX), JAX_PLATFORMS (cuda,cpu:
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
@@ -51,9 +51,9 @@ kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
 values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
 [ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
 wheel=()
-if [ -n "${SMAX_WHEEL:-}" ]; then  # another release's SMAX: a folder of its own, as smax_hard_10m.sh jaxmarl names it
-  release=$(basename "$SMAX_WHEEL"/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}
-  results=${results%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$PWD/$kit/smax-wheel")
+if [ -n "${SMAX_WHEEL:-}" ] && [ "${1:-}" != prepare ]; then  # the kit's copy of another release's SMAX: a folder of its
+  release=$(basename "$kit"/smax-wheel/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}  # own, as
+  results=${results%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$PWD/$kit/smax-wheel")  # jaxmarl mode's
 fi
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
@@ -89,7 +89,11 @@ case ${1:-} in
     rm -rf "$kit" && mkdir -p "$kit/whl" "$kit/jaxmarl-src" "$kit/stub"
     cp -r "$src/jaxmarl" "$src/baselines" "$kit/jaxmarl-src/"
     git -C "$src" rev-parse HEAD >"$kit/jaxmarl-src/COMMIT"
-    [ -z "${SMAX_WHEEL:-}" ] || cp -r "$SMAX_WHEEL" "$kit/smax-wheel"  # another release's SMAX, unzipped (run: SMAX_WHEEL)
+    if [ -n "${SMAX_WHEEL:-}" ]; then  # another release's SMAX, its wheel unzipped (run: SMAX_WHEEL set uses it)
+      [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] && [ -d "$SMAX_WHEEL/jaxmarl/environments/smax" ] ||
+        { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info, its SMAX), not '$SMAX_WHEEL'" >&2 && exit 2; }
+      cp -r "$SMAX_WHEEL" "$kit/smax-wheel"
+    fi
     # the baseline imports wandb; jaxmarl_baseline.py replaces its log and never calls init: a stub stands in for it
     printf 'def init(*args, **kwargs):\n    pass\n\n\ndef log(*args, **kwargs):\n    pass\n' >"$kit/stub/wandb.py"
     platforms="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
@@ -102,8 +106,8 @@ case ${1:-} in
     du -sh "$kit" ;;
   run)
     [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$values'" >&2 && exit 2; }
-    [ ${#wheel[@]} = 0 ] || [ -d "$kit/smax-wheel/jaxmarl/environments/smax" ] ||
-      { echo "SMAX_WHEEL: prepare with it first (no $kit/smax-wheel with an SMAX package)" >&2 && exit 2; }
+    [ ${#wheel[@]} = 0 ] || { [ -d "$kit/smax-wheel/jaxmarl/environments/smax" ] && [ "$release" != "*" ]; } ||
+      { echo "SMAX_WHEEL: prepare with it first (no $kit/smax-wheel with an SMAX package and its dist-info)" >&2 && exit 2; }
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
     echo "running $maps, seeds $seeds"

@@ -13,12 +13,12 @@ after every 10 updates, of 32 episodes with sampled actions (evaluation_greedy: 
 end, the "absolute metric": the parameters of the best evaluation return played for 320 episodes. That commit logs no
 training win rate (its training env has no SMAX log wrapper).
 
-What runs: `MAVA_PYTHON MAVA_DIR/mava/systems/rec_mappo.py env.scenario=MAP system.seed=SEED
-logger.base_exp_path=RUN [--set ...]` with RUN as its working directory (hydra writes outputs/ there), JAX on the
-CPU without preallocation, and NEPTUNE_MODE=debug: its Neptune logger stays on but offline (switched off, the run
-fails at its last line, after every metric is written). Mava writes RUN/json/smax/metrics.json (marl-eval's format);
-this runner turns it into --out. The child is stopped with this process (Ctrl-C, SIGTERM). A run is one process with
-no checkpoint: one cut short starts again.
+What runs: `MAVA_PYTHON MAVA_DIR/mava/systems/rec_mappo.py env.scenario=MAP system.seed=SEED logger.base_exp_path=RUN
+[--set ...]` with RUN as its working directory (hydra writes outputs/ there), JAX on the CPU without preallocation,
+and NEPTUNE_MODE=debug: its Neptune logger stays on, sending and saving nothing (switched off, the run fails at its
+last line, after every metric is written). Mava writes RUN/json/smax/metrics.json (marl-eval's format); this runner
+turns it into --out. The child is stopped with this process (Ctrl-C, SIGTERM, SIGHUP; on Linux even SIGKILL). A run is
+one process with no checkpoint: one cut short starts again.
 
 Install (a venv of its own). Mava's requirements name jax, jaxmarl and the rest unpinned; benchmark/mava/
 requirements-lock.txt pins every package to its newest PyPI release of 2023-12-14 or before (jax 0.4.23, flax 0.7.5,
@@ -58,7 +58,7 @@ def parse_args(argv=None):
     p.add_argument("--mava-dir", default=os.environ.get("MAVA_DIR"), help="Mava checkout (default $MAVA_DIR)")
     p.add_argument("--map", required=True, help="SMAX map (env.scenario)")
     p.add_argument("--seed", type=int, required=True, help="system.seed (the sweep's: 0-9)")
-    p.add_argument("--run-dir", required=True, help="Mava's working and output folder (made; must not hold a run)")
+    p.add_argument("--run-dir", required=True, help="Mava's working and output folder (made; empty if there)")
     p.add_argument("--out", required=True, help="JSON: config, meta and one row per evaluation")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any other hydra override")
     args = p.parse_args(argv)
@@ -66,8 +66,8 @@ def parse_args(argv=None):
         p.error("--mava-dir or $MAVA_DIR is required")
     if not os.path.isfile(os.path.join(args.mava_dir, "mava", "systems", "rec_mappo.py")):
         p.error(f"--mava-dir {args.mava_dir}: no mava/systems/rec_mappo.py there")
-    if os.path.exists(os.path.join(args.run_dir, "json")):
-        p.error(f"--run-dir {args.run_dir} holds a run already (json/): Mava would add to it")
+    if os.path.isdir(args.run_dir) and os.listdir(args.run_dir):
+        p.error(f"--run-dir {args.run_dir} is not empty: Mava would add to what a run left there")
     return args
 
 
@@ -93,11 +93,23 @@ def rows_of(metrics: dict) -> tuple[list[dict], dict]:
     return rows, run.get("absolute_metrics", {})
 
 
+def die_with_parent():
+    """In the child, before rec_mappo.py starts (Linux): SIGTERM when this runner ends, even by SIGKILL"""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 def main(argv=None):
     args = parse_args(argv)
     import importlib.metadata
+    import importlib.util
 
     import yaml  # hydra's dependency, in Mava's venv
+
+    package = importlib.util.find_spec("mava")  # what rec_mappo.py's `import mava` finds: this venv's install
+    if package is not None and not os.path.abspath(package.origin).startswith(os.path.abspath(args.mava_dir) + os.sep):
+        sys.exit(f"error: this venv's mava is {package.origin}, not --mava-dir's: install that checkout (pip install -e)")
 
     run_dir = os.path.abspath(args.run_dir)
     os.makedirs(run_dir, exist_ok=True)
@@ -107,6 +119,7 @@ def main(argv=None):
         system="rec_mappo",
         mava_dir=os.path.abspath(args.mava_dir),
         mava_commit=commit.strip() or None,
+        mava_package=package and package.origin,
         map=args.map,
         seed=args.seed,
         set=args.set,
@@ -119,12 +132,14 @@ def main(argv=None):
     cmd += [f"env.scenario={args.map}", f"system.seed={args.seed}", f"logger.base_exp_path={run_dir}", *args.set]
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_PYTHON_CLIENT_PREALLOCATE="false", NEPTUNE_MODE="debug")
     print(" ".join(cmd), flush=True)
-    child = subprocess.Popen(cmd, cwd=run_dir, env=env)
-    # SIGTERM (a benchmark script's stop) ends this process through the finally below, as Ctrl-C does
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # SIGTERM (a benchmark script's stop) or SIGHUP end this process through the finally below, as Ctrl-C does
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(143))
+    child = subprocess.Popen(cmd, cwd=run_dir, env=env, preexec_fn=die_with_parent)
     try:
         code = child.wait()
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
         if child.poll() is None:  # never outlive the run
             child.terminate()
             try:

@@ -170,7 +170,8 @@ def jaxmarl_smax(folder: str) -> list[dict]:
 def mava_smax(folder: str) -> list[dict]:
     """Mava's own runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh mava`: benchmark/mava/mava_baseline.py)
     as summarize.py's rows: per map, each seed's median over its last 10 evaluations, in the column of their metric
-    (sampled or greedy, from the run's config); the env steps of its last evaluation and the run's wall time."""
+    (sampled or greedy, from the run's config); the env steps of its last evaluation and the run's wall time. Mava
+    evaluates every 10 updates: its last 10 span the last 1.6M env steps, where JaxMARL's (every update) span 164k."""
     import gzip
 
     runs = {}
@@ -254,7 +255,7 @@ def smax_10m(*folders: str) -> str:
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
-            seeds = len(r["scores"] or r["sampled_scores"])  # Mava's runs: sampled evaluations only
+            seeds = len(r["scores"] or r.get("sampled_scores") or [])  # Mava's runs: sampled evaluations only
             out.append(
                 f"| {env} | {script}, {setting} | {r.get('smax', SMAX_VERSION)} | {seeds} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
