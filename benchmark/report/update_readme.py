@@ -84,7 +84,6 @@ def sc2_reference() -> str:
 # the pinned jaxmarl release (requirements.txt), unless a JaxMARL run's meta names another (jaxmarl_baseline.py
 # --smax-wheel); Mava's published runs stepped jaxmarl 0.0.2's (anchors.json).
 SMAX_VERSION = "jaxmarl 0.2.0"
-BASELINE_FOLDERS = ("_jaxmarl", "_rec_mappo")  # other implementations run here: JaxMARL's, Mava's (no summary.json)
 MAVA_SMAX = "jaxmarl 0.0.2"  # why: anchors.json's source for Mava rec-MAPPO
 SMAX_SETTINGS = {
     "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
@@ -151,9 +150,8 @@ def jaxmarl_smax(folder: str) -> list[dict]:
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
             # runs before the device was recorded ran on this machine's CPU
             device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
-            runs.setdefault((run["config"]["MAP_NAME"], device, smax), []).append(
-                (run["rows"], *evals)
-            )  # training, greedy, sampled
+            training_greedy_sampled = (run["rows"], *evals)
+            runs.setdefault((run["config"]["MAP_NAME"], device, smax), []).append(training_greedy_sampled)
     rows = []
     for (env, (device, at_once, beside), smax), seeds in runs.items():
         last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
@@ -187,6 +185,11 @@ def mava_smax(folder: str) -> list[dict]:
         row.update(smax=smax, env_steps=[run["rows"][-1]["step"] for run in seeds], machine=None)
         rows.append(dict(row, wall_time=[run["meta"]["wall_time"] for run in seeds]))
     return rows
+
+
+# other implementations run here, by the end of their folder's name (they have no summary.json): their rows' reader
+BASELINE_READERS = {"_jaxmarl": jaxmarl_smax, "_rec_mappo": mava_smax}
+BASELINE_FOLDERS = tuple(BASELINE_READERS)
 
 
 def elsewhere(folder: str, row: dict) -> str:
@@ -229,8 +232,7 @@ def smax_10m(*folders: str) -> str:
         return f"(not finished yet: `bash benchmark/{'smax_10m' if folders == ('smax_10m_mappo',) else 'smax_hard_10m'}.sh`)"
     anchors, ours = load("anchors.json"), {}
     for folder in done:
-        readers = {"_jaxmarl": jaxmarl_smax, "_rec_mappo": mava_smax}
-        reader = next((read for end, read in readers.items() if folder.endswith(end)), None)
+        reader = next((read for end, read in BASELINE_READERS.items() if folder.endswith(end)), None)
         for r in reader(folder) if reader else load(f"{folder}/summary.json"):
             if r.get("metric", "").startswith("win"):
                 ours.setdefault(r["env_id"], []).append((folder, r))
