@@ -53,16 +53,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-2}
+. benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
-jaxmarl() {
-  local values=${JAXMARL_VALUES:-own} out=benchmark/results/smax_hard_10m_jaxmarl
-  [ "$values" = own ] || out=benchmark/results/smax_hard_10m_${values}_jaxmarl
-  local wheel=() release
-  if [ -n "${SMAX_WHEEL:-}" ]; then  # it holds jaxmarl-0.0.2.dist-info: smax_hard_10m_[mava_]smax002_jaxmarl
-    release=$(basename "$SMAX_WHEEL"/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}
-    out=${out%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$SMAX_WHEEL")
-  fi
+jaxmarl() {  # OUT: the results folder, by the values and the SMAX release (jaxmarl_results_folder)
+  local out=$1 values=${JAXMARL_VALUES:-own} wheel=()
+  [ -z "${SMAX_WHEEL:-}" ] || wheel=(--smax-wheel "$SMAX_WHEEL")
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
   local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
   mkdir -p "$out/runs"
@@ -136,11 +132,8 @@ case ${1:-} in
   keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
   jaxmarl)
-    [[ ${JAXMARL_VALUES:-own} =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$JAXMARL_VALUES'" >&2 && exit 2; }
-    [ -z "${SMAX_WHEEL:-}" ] || { [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] &&
-      [ -d "$SMAX_WHEEL/jaxmarl/environments/smax" ]; } ||
-      { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info, its SMAX), not '$SMAX_WHEEL'" >&2 && exit 2; }
-    status=0 && jaxmarl || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
+    out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2
+    status=0 && jaxmarl "$out" || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   mava) status=0 && mava || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl|mava]" >&2 && exit 2 ;;

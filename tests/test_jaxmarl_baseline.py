@@ -305,10 +305,12 @@ def test_several_seeds_need_jax_0_11(tmp_path, capsys):
 
 
 def device_runs_in(root) -> str:
-    """A copy of benchmark/jaxmarl/device_runs.sh at ROOT/benchmark/jaxmarl (it cds to ROOT and writes there)"""
+    """A copy of benchmark/jaxmarl/device_runs.sh and the rule it sources at ROOT/benchmark/jaxmarl (it cds to ROOT and
+    writes there)"""
     script = root / "benchmark" / "jaxmarl" / "device_runs.sh"
     script.parent.mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", "device_runs.sh"), script)
+    for name in ("device_runs.sh", "results_folder.sh"):
+        shutil.copy(os.path.join(ROOT, "benchmark", "jaxmarl", name), script.parent / name)
     return script
 
 

@@ -48,12 +48,13 @@ set -euo pipefail
 archives=() && for a in "${@:2}"; do archives+=("$(realpath "$a")"); done  # ours-unpack's, before the cd below
 cd "$(dirname "$0")/../.."
 kit=.device py=${PYTHON:-python3} maps=${MAPS:-} seeds=${SEEDS:-}
-values=${JAXMARL_VALUES:-own} results=benchmark/results/smax_hard_10m_jaxmarl  # mava: Mava's values, a folder of their own
-[ "$values" = own ] || results=benchmark/results/smax_hard_10m_${values}_jaxmarl
-wheel=()
-if [ -n "${SMAX_WHEEL:-}" ] && [ "${1:-}" != prepare ]; then  # the kit's copy of another release's SMAX: a folder of its
-  release=$(basename "$kit"/smax-wheel/jaxmarl-*.dist-info .dist-info) && release=${release#jaxmarl-}  # own, as
-  results=${results%_jaxmarl}_smax${release//./}_jaxmarl wheel=(--smax-wheel "$PWD/$kit/smax-wheel")  # jaxmarl mode's
+. benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the folder smax_hard_10m.sh's jaxmarl mode would write
+values=${JAXMARL_VALUES:-own} wheel=()
+results=$(jaxmarl_results_folder "$values") || exit 2  # mava: Mava's values, a folder of their own
+if [ -n "${SMAX_WHEEL:-}" ] && [ "${1:-}" != prepare ]; then  # the kit's copy of another release's SMAX: its own folder
+  results=$(jaxmarl_results_folder "$values" "$kit/smax-wheel" 2>/dev/null) ||
+    { echo "SMAX_WHEEL: prepare with it first (no $kit/smax-wheel with an SMAX package and its dist-info)" >&2 && exit 2; }
+  wheel=(--smax-wheel "$PWD/$kit/smax-wheel")
 fi
 if [ -z "$maps$seeds" ]; then  # the next run missing here, one per call
   for map in 5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m; do  # smax_hard_10m.sh's maps
@@ -90,8 +91,7 @@ case ${1:-} in
     cp -r "$src/jaxmarl" "$src/baselines" "$kit/jaxmarl-src/"
     git -C "$src" rev-parse HEAD >"$kit/jaxmarl-src/COMMIT"
     if [ -n "${SMAX_WHEEL:-}" ]; then  # another release's SMAX, its wheel unzipped (run: SMAX_WHEEL set uses it)
-      [ "$(ls -d "$SMAX_WHEEL"/jaxmarl-*.dist-info 2>/dev/null | wc -l)" = 1 ] && [ -d "$SMAX_WHEEL/jaxmarl/environments/smax" ] ||
-        { echo "SMAX_WHEEL: an unzipped jaxmarl wheel (one jaxmarl-*.dist-info, its SMAX), not '$SMAX_WHEEL'" >&2 && exit 2; }
+      jaxmarl_results_folder "$values" "$SMAX_WHEEL" >/dev/null || exit 2  # an unzipped wheel with its SMAX, or why not
       cp -r "$SMAX_WHEEL" "$kit/smax-wheel"
     fi
     # the baseline imports wandb; jaxmarl_baseline.py replaces its log and never calls init: a stub stands in for it
@@ -105,9 +105,6 @@ case ${1:-} in
     python3 -m pip wheel -q --no-deps -w "$kit/whl" antlr4-python3-runtime==4.9.3  # a source release only
     du -sh "$kit" ;;
   run)
-    [[ $values =~ ^(own|mava)$ ]] || { echo "JAXMARL_VALUES: own or mava, not '$values'" >&2 && exit 2; }
-    [ ${#wheel[@]} = 0 ] || { [ -d "$kit/smax-wheel/jaxmarl/environments/smax" ] && [ "$release" != "*" ]; } ||
-      { echo "SMAX_WHEEL: prepare with it first (no $kit/smax-wheel with an SMAX package and its dist-info)" >&2 && exit 2; }
     : "${OUT:?OUT: the folder whose files come back}" && mkdir -p "$OUT"
     [ -n "$maps" ] && [ -n "$seeds" ] || { echo "nothing to run: MAPS='$maps' SEEDS='$seeds'" >&2 && exit 2; }
     echo "running $maps, seeds $seeds"
