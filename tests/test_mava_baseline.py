@@ -108,3 +108,23 @@ def test_the_child_does_not_outlive_the_runner(tmp_path, sig, code):
         os.kill(pid, signal.SIGKILL)
         pytest.fail("Mava's process outlived the runner")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_meta_names_the_commit_and_what_was_edited_since(tmp_path):
+    """mava_commit is --mava-dir's HEAD; mava_modified lists its tracked files that differ from it (untracked ones, such
+    as a run's outputs, are not Mava's code): [] for the commit as it is, None where --mava-dir is not a git checkout"""
+    mava = fake_mava(tmp_path)
+    git = lambda *a: subprocess.run(["git", "-C", str(mava), *a], check=True, capture_output=True, text=True)  # noqa: E731
+    (mava / "README.md").write_text("Mava\n")
+    git("init", "-q")
+    git("add", "mava", "README.md")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "rec_mappo")
+    head = git("rev-parse", "HEAD").stdout.strip()
+    (mava / "notes.txt").write_text("untracked")
+    assert run_runner(tmp_path).returncode == 0
+    meta = json.loads((tmp_path / "out.json").read_text())["meta"]
+    assert meta["mava_commit"] == head and meta["mava_modified"] == []
+    (mava / "README.md").write_text("Mava, edited\n")
+    assert run_runner(tmp_path, "--run-dir", str(tmp_path / "run2")).returncode == 0
+    meta = json.loads((tmp_path / "out.json").read_text())["meta"]
+    assert meta["mava_commit"] == head and meta["mava_modified"] == ["README.md"]

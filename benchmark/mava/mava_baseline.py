@@ -38,7 +38,7 @@ Run (one seed of the sweep's config; ~15-16 s per update here, sharing the 2 cor
 --out: {"config": hydra's composed config, "meta", "rows"}; one row per evaluation: step (Mava's step_count, env
 steps trained so far), mava_elapsed_time (Mava's clock: seconds since its first evaluation), win_rate (the
 evaluation's win rate, as a fraction), episodic_return, episode_length (means over its episodes). meta: the Mava
-commit, jaxmarl (the SMAX release) and jax versions, evaluation_greedy, episodes per evaluation, the absolute metric's
+commit (and mava_modified: its tracked files that differ from it), jaxmarl (the SMAX release) and jax versions, evaluation_greedy, episodes per evaluation, the absolute metric's
 win rate, and wall_time: the run's, from this runner's start to Mava's exit.
 """
 
@@ -113,12 +113,15 @@ def main(argv=None):
 
     run_dir = os.path.abspath(args.run_dir)
     os.makedirs(run_dir, exist_ok=True)
-    commit = subprocess.run(["git", "-C", args.mava_dir, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    git = lambda *a: subprocess.run(["git", "-C", args.mava_dir, *a], capture_output=True, text=True)  # noqa: E731
+    commit = git("rev-parse", "HEAD").stdout.strip() or None
+    changed = git("status", "--porcelain", "--untracked-files=no").stdout.splitlines()  # tracked files edited since
     meta = dict(
         runner="benchmark/mava/mava_baseline.py",
         system="rec_mappo",
         mava_dir=os.path.abspath(args.mava_dir),
-        mava_commit=commit.strip() or None,
+        mava_commit=commit,
+        mava_modified=[line[3:] for line in changed] if commit else None,  # []: the commit as it is
         mava_package=package and package.origin,
         map=args.map,
         seed=args.seed,
