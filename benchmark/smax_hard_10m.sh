@@ -48,6 +48,8 @@
 # mava: MAVA_DIR and MAVA_PYTHON name the checkout and its venv (see benchmark/mava/mava_baseline.py), MAPS and SEEDS pick
 # runs; one at a time, ~2.5-3 h each here beside another run. A run has no checkpoint: one cut short starts again.
 # Finished runs go to benchmark/results/smax_hard_10m_mava_rec_mappo as rec_mappo_<map>_seed<seed>.json.gz (commit them).
+# MAVA_ABLATION=noagentid: Mava's config without the one-hot agent ids (system.add_agent_id=False: neither its actor's
+# observation nor its critic's world state has them), into smax_hard_10m_mava_noagentid_rec_mappo (issue 50, item 4).
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +111,12 @@ queue() {  # the command line of every run still to do, seed by seed
 
 mava() {
   local out=benchmark/results/smax_hard_10m_mava_rec_mappo python=${MAVA_PYTHON:-/work/mava-venv/bin/python}
-  local dir=${MAVA_DIR:-/work/mava-src} failed=0 name seed map
+  local dir=${MAVA_DIR:-/work/mava-src} failed=0 name seed map set=()
+  case ${MAVA_ABLATION:-} in  # a named change to Mava's config: a folder of its own
+    "") ;;
+    noagentid) set=(--set system.add_agent_id=False) out=benchmark/results/smax_hard_10m_mava_noagentid_rec_mappo ;;
+    *) echo "MAVA_ABLATION: noagentid or unset, not '$MAVA_ABLATION'" >&2 && return 2 ;;
+  esac
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-0 1 2}; do
     for map in ${MAPS:-5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m}; do
@@ -117,7 +124,7 @@ mava() {
       [ ! -e "$out/$name.json.gz" ] || { echo "done already: $name" >&2 && continue; }
       rm -rf "${out:?}/runs/$name"  # a run cut short starts again
       if "$python" benchmark/mava/mava_baseline.py --mava-dir "$dir" --map "$map" --seed "$seed" --run-dir "$out/runs/$name" \
-        --out "$out/runs/$name.json" >>"$out/$name.log" 2>&1; then
+        ${set[@]+"${set[@]}"} --out "$out/runs/$name.json" >>"$out/$name.log" 2>&1; then
         { gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && echo "done: $name" >&2; } ||
           { echo "failed: keeping $name, see $out/runs" >&2 && failed=1; }
       else

@@ -911,11 +911,11 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
 
 
-def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2"):
+def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2", set_=()):
     """a run of benchmark/mava/mava_baseline.py: one row per evaluation (every 10 updates of 16,384 env steps)"""
     folder.mkdir(parents=True, exist_ok=True)
     rows = [dict(step=163840 * (i + 1), win_rate=w) for i, w in enumerate(win_rates)]
-    meta = dict(map=env_id, seed=seed, smax=smax, evaluation_greedy=greedy, wall_time=9000.0 + seed)
+    meta = dict(map=env_id, seed=seed, smax=smax, evaluation_greedy=greedy, wall_time=9000.0 + seed, set=list(set_))
     with gzip.open(folder / f"rec_mappo_{env_id}_seed{seed}.json.gz", "wt") as f:
         json.dump(dict(config={}, meta=meta, rows=rows), f)
 
@@ -957,16 +957,34 @@ def test_mava_runs_take_the_column_of_their_metric_and_their_smax(tmp_path, monk
         if "| 5m_vs_6m | Mava rec_mappo" in line
     ]
     assert row[5:8] == ["25", "-", "-"]
+    noid = tmp_path / "smax_hard_10m_mava_noagentid_rec_mappo"  # MAVA_ABLATION=noagentid: a row and a side of its own
+    write_mava_run(noid, "10m_vs_11m", 0, [0.2] * 62, set_=["system.add_agent_id=False"])
+    [row] = [
+        line for line in update_readme.smax_10m(noid.name).splitlines() if line.startswith("| 10m_vs_11m | Mava rec_mappo")
+    ]
+    assert (
+        "| Mava rec_mappo (82583ba), ablation: its SMAX sweep config without agent ids (system.add_agent_id=False), run by us |"
+        in row
+    )
+    assert row.split(" | ")[6] == "20"
+    assert sorted(hard_maps_curves.mava(str(tmp_path))) == [
+        "Mava rec_mappo, jaxmarl 0.0.2",
+        "Mava rec_mappo, no agent ids, jaxmarl 0.0.2",
+    ]
+    write_mava_run(mava, "10m_vs_11m", 2, [0.2] * 62, set_=["system.add_agent_id=False"])  # in the other folder
+    with pytest.raises(SystemExit, match="seed2.json.gz ran with --set .'system.add_agent_id=False'.: it belongs in another"):
+        update_readme.smax_10m("smax_hard_10m_mava_rec_mappo")
 
 
 FAKE_MAVA_RUNNER = """import json, os, sys
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 with open(os.environ["CALLS"], "a") as f:
-    f.write(os.path.basename(sys.argv[1]) + " " + args["--map"] + " " + args["--seed"] + "\\n")
+    f.write(" ".join([os.path.basename(sys.argv[1]), args["--map"], args["--seed"]] + args.get("--set", "").split()) + "\\n")
 if args["--map"] == os.environ.get("FAIL_MAP"):
     sys.exit("error: rec_mappo.py exited with 1")
 with open(args["--out"], "w") as f:
     meta = dict(map=args["--map"], seed=int(args["--seed"]), smax="jaxmarl 0.0.2", evaluation_greedy=False, wall_time=1.0)
+    meta["set"] = [args["--set"]] if "--set" in args else []
     json.dump(dict(config={}, meta=meta, rows=[dict(step=163840, win_rate=0.5)]), f)
 """
 
@@ -979,16 +997,17 @@ def test_smax_hard_mava_mode_runs_what_is_missing(tmp_path):
     fake = stand_in(tmp_path / "python", FAKE_MAVA_RUNNER)
     calls = tmp_path / "calls"
 
-    def run(fail_map="", seeds=None):
+    def run(fail_map="", seeds=None, ablation=""):
         calls.write_text("")
         env = dict(os.environ, MAVA_PYTHON=str(fake), CALLS=str(calls), FAIL_MAP=fail_map, MAPS="5m_vs_6m 10m_vs_11m")
+        env["MAVA_ABLATION"] = ablation
         env.pop("SEEDS", None)
         if seeds:
             env["SEEDS"] = seeds
         cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "mava"]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
-    out = repo / "benchmark/results/smax_hard_10m_mava_rec_mappo"
+    out, maps = repo / "benchmark/results/smax_hard_10m_mava_rec_mappo", ("5m_vs_6m", "10m_vs_11m")
     first = run(fail_map="5m_vs_6m", seeds="0")
     assert first.returncode == 1 and "failed: rec_mappo_5m_vs_6m_seed0" in first.stderr, first.stderr
     assert calls.read_text().split("\n")[:-1] == ["mava_baseline.py 5m_vs_6m 0", "mava_baseline.py 10m_vs_11m 0"]
@@ -996,3 +1015,9 @@ def test_smax_hard_mava_mode_runs_what_is_missing(tmp_path):
     second = run()  # seeds 0 1 2: the one done is skipped
     assert second.returncode == 0 and "done already: rec_mappo_10m_vs_11m_seed0" in second.stderr, second.stderr
     assert len(calls.read_text().splitlines()) == 5 and len(list(out.glob("*.json.gz"))) == 6
+    noid = run(seeds="0", ablation="noagentid")  # a named change to Mava's config: the same runs, a folder of their own
+    assert noid.returncode == 0, noid.stderr
+    assert calls.read_text().splitlines() == [f"mava_baseline.py {m} 0 system.add_agent_id=False" for m in maps]
+    assert len(list((repo / "benchmark/results/smax_hard_10m_mava_noagentid_rec_mappo").glob("*.json.gz"))) == 2
+    unknown = run(seeds="0", ablation="tuned")
+    assert unknown.returncode == 2 and "MAVA_ABLATION: noagentid or unset" in unknown.stderr and calls.read_text() == ""

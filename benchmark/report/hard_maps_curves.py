@@ -36,7 +36,10 @@ JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on
     "smax_hard_10m_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, jaxmarl 0.0.2's SMAX",
     "smax_hard_10m_mava_smax002_jaxmarl": "JaxMARL mappo_rnn_smax, Mava's values, jaxmarl 0.0.2's SMAX",
 }
-MAVA_FOLDER = "smax_hard_10m_mava_rec_mappo"  # Mava's own recurrent MAPPO, its sweep config (benchmark/mava/)
+MAVA_FOLDERS = {  # Mava's own recurrent MAPPO (benchmark/mava/): its sweep config, and a named change to it
+    "smax_hard_10m_mava_rec_mappo": "Mava rec_mappo",
+    "smax_hard_10m_mava_noagentid_rec_mappo": "Mava rec_mappo, no agent ids",
+}
 SCORES = {"greedy eval": "win_rate", "sampled eval": "sampled_win_rate", "training episodes": "train_win_rate"}
 
 
@@ -93,17 +96,20 @@ def jaxmarl_folder(folder: str) -> dict:
 
 
 def mava(results: str) -> dict:
-    """Mava's own runs (benchmark/smax_hard_10m.sh mava): label -> map -> score -> its evaluations, one curve per seed,
-    in the score of their kind (sampled, unless its config evaluates greedily)"""
-    folder, out = os.path.join(results, MAVA_FOLDER), {}
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if name.startswith("rec_mappo_") and name.endswith(".json.gz"):
-            with gzip.open(os.path.join(folder, name), "rt") as f:
-                run = json.load(f)
-            score = "greedy eval" if run["meta"]["evaluation_greedy"] else "sampled eval"
-            curve = (np.array([r["step"] for r in run["rows"]]), np.array([r["win_rate"] for r in run["rows"]]))
-            out.setdefault(run["meta"]["map"], {}).setdefault(score, []).append(curve)
-    return {f"Mava rec_mappo, {run['meta']['smax']}": out} if out else {}
+    """Mava's own runs (benchmark/smax_hard_10m.sh mava, MAVA_ABLATION): label -> map -> score -> its evaluations, one
+    curve per seed, in the score of their kind (sampled, unless its config evaluates greedily)"""
+    sides = {}
+    for folder, label in MAVA_FOLDERS.items():
+        folder, out = os.path.join(results, folder), {}
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if name.startswith("rec_mappo_") and name.endswith(".json.gz"):
+                with gzip.open(os.path.join(folder, name), "rt") as f:
+                    run = json.load(f)
+                score = "greedy eval" if run["meta"]["evaluation_greedy"] else "sampled eval"
+                curve = (np.array([r["step"] for r in run["rows"]]), np.array([r["win_rate"] for r in run["rows"]]))
+                out.setdefault(run["meta"]["map"], {}).setdefault(score, []).append(curve)
+                sides[f"{label}, {run['meta']['smax']}"] = out
+    return sides
 
 
 def plot(sides: dict, path: str):

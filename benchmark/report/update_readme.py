@@ -117,6 +117,11 @@ SMAX_SETTINGS = {
         "its SMAX sweep config, run by us",
         "2-core CPU, beside our runs",
     ),
+    "smax_hard_10m_mava_noagentid_rec_mappo": (
+        "Mava rec_mappo (82583ba)",
+        "ablation: its SMAX sweep config without agent ids (system.add_agent_id=False), run by us",
+        "2-core CPU, beside our runs",
+    ),
     "smax_hard_10m_mava_smax002_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
         "Mava's SMAX values, on the SMAX Mava's runs stepped, run by us",
@@ -165,6 +170,10 @@ def jaxmarl_smax(folder: str) -> list[dict]:
     return rows
 
 
+# Mava's runs: each folder's changes to its sweep config (smax_hard_10m.sh MAVA_ABLATION, mava_baseline.py --set)
+MAVA_SETS = {"smax_hard_10m_mava_rec_mappo": [], "smax_hard_10m_mava_noagentid_rec_mappo": ["system.add_agent_id=False"]}
+
+
 def mava_smax(folder: str) -> list[dict]:
     """Mava's own runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh mava`: benchmark/mava/mava_baseline.py)
     as summarize.py's rows: per map, each seed's median over its last 10 evaluations, in the column of their metric
@@ -177,6 +186,10 @@ def mava_smax(folder: str) -> list[dict]:
         if name.startswith("rec_mappo_") and name.endswith(".json.gz"):
             with gzip.open(os.path.join(RESULTS, folder, name), "rt") as f:
                 run = json.load(f)
+            if run["meta"].get("set", []) != MAVA_SETS[folder]:
+                raise SystemExit(
+                    f"error: {folder}/{name} ran with --set {run['meta'].get('set')}: it belongs in another folder"
+                )
             runs.setdefault((run["meta"]["map"], run["meta"]["smax"], run["meta"]["evaluation_greedy"]), []).append(run)
     rows = []
     for (env, smax, greedy), seeds in runs.items():
