@@ -101,6 +101,12 @@ SMAX_SETTINGS = {
         " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25)",
         "2-core CPU, 2 runs at once",
     ),
+    "smax_hard_10m_mavacfg": (
+        "mappo_rnn.py",
+        "ablation: paper with Mava's values (128 envs x 128 steps, 128 wide, lr 4e-3 constant, 2 epochs x 2"
+        " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5)",
+        "2-core CPU, 2 runs at once",
+    ),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
     "smax_hard_10m_mava_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
