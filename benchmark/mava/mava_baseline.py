@@ -38,8 +38,9 @@ Run (one seed of the sweep's config; ~15-16 s per update here, sharing the 2 cor
 --out: {"config": hydra's composed config, "meta", "rows"}; one row per evaluation: step (Mava's step_count, env
 steps trained so far), mava_elapsed_time (Mava's clock: seconds since its first evaluation), win_rate (the
 evaluation's win rate, as a fraction), episodic_return, episode_length (means over its episodes). meta: the Mava
-commit (and mava_modified: its tracked files that differ from it), jaxmarl (the SMAX release) and jax versions, evaluation_greedy, episodes per evaluation, the absolute metric's
-win rate, and wall_time: the run's, from this runner's start to Mava's exit.
+commit (and mava_modified: its tracked files that differ from it), jaxmarl (the SMAX release) and jax versions,
+evaluation_greedy, episodes per evaluation, the absolute metric's win rate, and wall_time: the run's, from this
+runner's start to Mava's exit.
 """
 
 import argparse
