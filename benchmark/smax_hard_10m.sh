@@ -26,6 +26,15 @@
 #           sweep (rec_mappo.yaml at 82583ba, see benchmark/mava/mava_baseline.py), whose own code run here climbs past
 #           every run of ours on that map: 128 envs x 128 steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs
 #           x 2 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5 -> .../smax_hard_10m_mavacfg
+#   mavalike: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: mavacfg, plus each choice of Mava's
+#           rec_mappo.py that a flag of ours can make: its critic sees the concatenated observations of all agents, the
+#           same input for every agent, without death masking (--state-type cl --no-death-masking: Mava's
+#           GlobalStateWrapper); dead agents' steps stay in the policy loss (--no-policy-active-masks); BPTT over the
+#           whole 128-step rollout (--data-chunk-length 128); no PopArt, squared-error value loss (--no-use-popart
+#           --no-use-huber); no LayerNorm on the inputs, one layer before the GRU (--no-use-feature-norm --num-layers 1).
+#           What stays ours: LayerNorm after each layer and after the GRU, no layer after the GRU, bootstrapping at the
+#           time limit, advantages normalised over the whole batch, mini-batches of agents (Mava's: of envs), the
+#           hidden states replayed as the rollout ran them (Mava's replay starts one step late) -> .../smax_hard_10m_mavalike
 # Every evaluation plays 32 greedy episodes, then 32 with sampled actions (--eval-sampled: Mava's metric).
 # All runs share one queue, seed by seed (every map and setting of seed 1 first), two at a time with one torch thread
 # each. Longer than a session: see KEEP in benchmark/mappo.sh.
@@ -45,7 +54,7 @@
 # published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4). SMAX_WHEEL=DIR:
 # the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
-# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005 jaxcfg mavacfg"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
+# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005 jaxcfg mavacfg mavalike"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
 # jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
 #   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
 #                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
@@ -105,7 +114,11 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3
       --critic-learning-rate 4e-3 --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.5" ;;  # ablation: Mava's SMAX sweep values
-    *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg)" >&2 && exit 2 ;;
+    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3
+      --critic-learning-rate 4e-3 --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5
+      --state-type cl --no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
+      --no-use-feature-norm --num-layers 1" ;;  # ablation: Mava's values and every choice of its that we have a flag for
+    *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
 }
@@ -143,7 +156,7 @@ mava() {
 }
 
 case ${1:-} in
-  keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg mavacfg}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
+  keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg mavacfg mavalike}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2

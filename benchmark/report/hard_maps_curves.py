@@ -30,6 +30,7 @@ OURS = {
     "smax_hard_10m_clip005": "clip 0.05 ablation",
     "smax_hard_10m_jaxcfg": "JaxMARL-values ablation",
     "smax_hard_10m_mavacfg": "Mava-values ablation",
+    "smax_hard_10m_mavalike": "Mava-like ablation",
 }
 JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on it (JAXMARL_VALUES=mava)
     "smax_hard_10m_jaxmarl": "JaxMARL mappo_rnn_smax",

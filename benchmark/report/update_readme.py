@@ -107,6 +107,12 @@ SMAX_SETTINGS = {
         " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5)",
         "2-core CPU, 2 runs at once",
     ),
+    "smax_hard_10m_mavalike": (
+        "mappo_rnn.py",
+        "ablation: as Mava's values, and Mava's choices we have flags for (critic on all observations, no death masking,"
+        " dead agents in the policy loss, 128-step BPTT, no PopArt, squared error, no input LayerNorm, 1 layer)",
+        "2-core CPU, 2 runs at once",
+    ),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
     "smax_hard_10m_mava_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
