@@ -1022,5 +1022,8 @@ def test_smax_hard_mava_mode_runs_what_is_missing(tmp_path):
     assert noid.returncode == 0, noid.stderr
     assert calls.read_text().splitlines() == [f"mava_baseline.py {m} 0 system.add_agent_id=False" for m in maps]
     assert len(list((repo / "benchmark/results/smax_hard_10m_mava_noagentid_rec_mappo").glob("*.json.gz"))) == 2
+    figure = repo / "benchmark/results/smax_hard_10m_compare/curves.png"
+    drawn = figure.stat().st_mtime_ns
     unknown = run(seeds="0", ablation="tuned")
     assert unknown.returncode == 2 and "MAVA_ABLATION: noagentid or unset" in unknown.stderr and calls.read_text() == ""
+    assert figure.stat().st_mtime_ns == drawn  # a usage error draws nothing

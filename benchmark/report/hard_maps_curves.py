@@ -133,7 +133,8 @@ def plot(sides: dict, path: str):
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("env steps")
             ax.legend(fontsize=6)
-    fig.suptitle(f"win rate, mean over seeds; {BAND}", fontsize=8)
+    smoothed = "ours, and JaxMARL's training episodes: running mean over 10 points; the rest as evaluated"
+    fig.suptitle(f"win rate, mean over seeds; {smoothed}; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
