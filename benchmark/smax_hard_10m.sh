@@ -33,8 +33,9 @@
 #           whole 128-step rollout (--data-chunk-length 128); no PopArt, squared-error value loss (--no-use-popart
 #           --no-use-huber); no LayerNorm on the inputs, one layer before the GRU (--no-use-feature-norm --num-layers 1).
 #           What stays ours: LayerNorm after each layer and after the GRU, no layer after the GRU, bootstrapping at the
-#           time limit, advantages normalised over the whole batch, mini-batches of agents (Mava's: of envs), the
-#           hidden states replayed as the rollout ran them (Mava's replay starts one step late) -> .../smax_hard_10m_mavalike
+#           time limit, advantages normalised over the live agent-steps of the whole batch (Mava's: every step of each
+#           mini-batch), mini-batches of agents (Mava's: of envs), the hidden states replayed as the rollout ran them
+#           (Mava's replay starts from the state after the first step and resets one step early) -> .../smax_hard_10m_mavalike
 # Every evaluation plays 32 greedy episodes, then 32 with sampled actions (--eval-sampled: Mava's metric).
 # All runs share one queue, seed by seed (every map and setting of seed 1 first), two at a time with one torch thread
 # each. Longer than a session: see KEEP in benchmark/mappo.sh.
@@ -54,7 +55,8 @@
 # published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4). SMAX_WHEEL=DIR:
 # the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
-# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: "paper table2 ent0 clip005 jaxcfg mavacfg mavalike"), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON;
+# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: every setting), WORKERS (2), TOTAL_TIMESTEPS
+# (10000000), PYTHON;
 # jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
 #   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
 #                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
