@@ -105,6 +105,8 @@ jaxmarl() {  # OUT: the results folder, by the values and the SMAX release (jaxm
 }
 
 setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
+  local mava="--num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3 --critic-learning-rate 4e-3
+    --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"  # Mava's SMAX sweep values
   case $1 in
     paper) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m" EXTRA="--eval-sampled" ;;
     table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
@@ -113,13 +115,10 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     jaxcfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 2e-3
       --critic-learning-rate 2e-3 --anneal-lr --update-epochs 4 --num-minibatches 4 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
-    mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3
-      --critic-learning-rate 4e-3 --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5
-      --max-grad-norm 0.5" ;;  # ablation: Mava's SMAX sweep values
-    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3
-      --critic-learning-rate 4e-3 --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5
-      --state-type cl --no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
-      --no-use-feature-norm --num-layers 1" ;;  # ablation: Mava's values and every choice of its that we have a flag for
+    mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's SMAX sweep values
+    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl --no-death-masking --no-policy-active-masks
+      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # ablation: and
+      # every choice of Mava's that we have a flag for
     *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
