@@ -24,7 +24,7 @@
 #           every update as the others do, i.e. every 16,384 env steps instead of 3,200 -> .../smax_hard_10m_jaxcfg
 #   mavacfg: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: as jaxcfg, with the values of Mava's SMAX
 #           sweep (rec_mappo.yaml at 82583ba, see benchmark/mava/mava_baseline.py), whose own code run here climbs past
-#           every run of ours on that map: 128 envs x 128 steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs
+#           our paper setting's runs on that map: 128 envs x 128 steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs
 #           x 2 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5 -> .../smax_hard_10m_mavacfg
 #   mavalike: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: mavacfg, plus each choice of Mava's
 #           rec_mappo.py that a flag of ours can make: its critic sees the concatenated observations of all agents, the
@@ -35,7 +35,8 @@
 #           What stays ours: LayerNorm after each layer and after the GRU, no layer after the GRU, bootstrapping at the
 #           time limit, advantages normalised over the live agent-steps of the whole batch (Mava's: every step of each
 #           mini-batch), mini-batches of agents (Mava's: of envs), the hidden states replayed as the rollout ran them
-#           (Mava's replay starts from the state after the first step and resets one step early) -> .../smax_hard_10m_mavalike
+#           (Mava's replay starts from the state after the first step and resets one step early)
+#           -> .../smax_hard_10m_mavalike
 # Every evaluation plays 32 greedy episodes, then 32 with sampled actions (--eval-sampled: Mava's metric).
 # All runs share one queue, seed by seed (every map and setting of seed 1 first), two at a time with one torch thread
 # each. Longer than a session: see KEEP in benchmark/mappo.sh.
@@ -117,8 +118,7 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
     mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's SMAX sweep values
     mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl --no-death-masking --no-policy-active-masks
-      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # ablation: and
-      # every choice of Mava's that we have a flag for
+      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # and Mava's choices
     *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"

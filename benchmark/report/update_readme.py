@@ -109,7 +109,7 @@ SMAX_SETTINGS = {
     ),
     "smax_hard_10m_mavalike": (
         "mappo_rnn.py",
-        "ablation: as Mava's values, and Mava's choices we have flags for (critic on all observations, no death masking,"
+        "ablation: paper with Mava's values and its choices we have flags for (critic on all observations, no death masking,"
         " dead agents in the policy loss, 128-step BPTT, no PopArt, squared error, no input LayerNorm, 1 layer)",
         "2-core CPU, 2 runs at once",
     ),
