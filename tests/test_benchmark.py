@@ -771,6 +771,25 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     assert all(f in table and f in update_readme.SMAX_SETTINGS and f in hard_maps_curves.OURS for f in folders)
 
 
+def test_every_mava_folder_has_its_config_changes_a_table_row_and_a_curve():
+    """A folder of `smax_hard_10m.sh mava` (its own, or a MAVA_ABLATION case) is read by update_readme with the same
+    --set changes the script runs with (it refuses a run with others), labelled in the table and in the compare
+    figure, and named on the README's gen line: an ablation added to the script alone would run and never be shown"""
+    import hard_maps_curves
+    import update_readme
+
+    script = (ROOT / "benchmark" / "smax_hard_10m.sh").read_text()
+    [own] = re.findall(r"local out=benchmark/results/(smax_hard_10m_mava\w+) ", script)
+    cases = re.findall(r"^ {4}[a-z0-9]+\) set=\(--set ([^)]*)\) out=benchmark/results/(\w+) ;;", script, flags=re.M)
+    assert cases, "the parse itself: noagentid is a case"
+    sets = {own: []} | {folder: changes.split(" --set ") for changes, folder in cases}
+    [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
+               if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
+    assert update_readme.MAVA_SETS == sets
+    assert set(hard_maps_curves.MAVA_FOLDERS) == set(sets)
+    assert all(f in table and f in update_readme.SMAX_SETTINGS for f in sets)
+
+
 def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path):
     """`bash benchmark/smax_hard_10m.sh jaxmarl` with a stand-in for the JaxMARL venv's python: each run trains, then
     its snapshots are evaluated greedy and sampled; a failed run leaves nothing and the next still runs (exit 1); run
