@@ -931,6 +931,11 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert "sampled eval" not in sides["mappo_rnn.py, paper"]["5m_vs_6m"]  # no --eval-sampled in that run
     hard_maps_curves.main(["--results", str(tmp_path)])
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
+    every = {"ours": hard_maps_curves.OURS, "JaxMARL": hard_maps_curves.JAXMARL_FOLDERS, "Mava": hard_maps_curves.MAVA_FOLDERS}
+    styles = hard_maps_curves.line_styles({impl: {label: {} for label in folders.values()} for impl, folders in every.items()})
+    assert len(styles) == sum(map(len, every.values())) > 10  # more sides than colours:
+    assert len(set(styles.values())) == len(styles)  # still no two drawn alike
+    assert {style for _, style in styles.values()} == {"-", "--", "-."}
 
 
 def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2", set_=()):

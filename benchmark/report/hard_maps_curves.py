@@ -114,29 +114,49 @@ def mava(results: str) -> dict:
     return sides
 
 
-def plot(sides: dict, path: str):
+STYLES = {"ours": "-", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
+
+
+def line_styles(groups: dict) -> dict:
+    """implementation -> {label: side} -> label -> (colour, line style). The colours run on across implementations
+    and come round again after 10, so two sides share a colour only 10 apart, and then with another line style
+    (while each implementation has at most 10)"""
+    labels = [(label, impl) for impl, sides in groups.items() for label in sides]
+    return {label: (f"C{i % 10}", STYLES[impl]) for i, (label, impl) in enumerate(labels)}
+
+
+def plot(groups: dict, path: str):
+    """groups: implementation (a key of STYLES) -> label -> map -> score -> curves. A row per map, a panel per score,
+    and the row's legend beside it, off the curves"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    sides = {label: side for impl_sides in groups.values() for label, side in impl_sides.items()}
+    styles = line_styles(groups)
     maps = sorted({m for side in sides.values() for m in side})
     fig, axes = plt.subplots(len(maps), len(SCORES), figsize=(4.2 * len(SCORES), 3.2 * len(maps)), squeeze=False)
     for row, env_id in zip(axes, maps):
         for ax, score in zip(row, SCORES):
-            for i, (label, side) in enumerate(sides.items()):
+            for label, side in sides.items():
                 curves = [(x, y) for x, y in side.get(env_id, {}).get(score, []) if len(x)]  # a run that logged none
                 if not curves:
                     continue
-                plot_mean(ax, curves, f"C{i}", f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})", alpha=0.15)
+                colour, style = styles[label]
+                plot_mean(ax, curves, colour, f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})", style, alpha=0.15)
             ax.set_title(f"{env_id}: {score}", fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("env steps")
-            ax.legend(fontsize=6)
+        labelled = {}  # label -> line, over the row's panels (the sampled one alone has Mava's)
+        for ax in row:
+            for line, label in zip(*ax.get_legend_handles_labels()):
+                labelled.setdefault(label, line)
+        row[-1].legend(labelled.values(), labelled, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     smoothed = "ours, and JaxMARL's training episodes: running mean over 10 points; the rest as evaluated"
     fig.suptitle(f"win rate, mean over seeds; {smoothed}; {BAND}", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")  # the canvas grows to hold the legends beside the rows
     plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
 
 
@@ -144,12 +164,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", default=RESULTS)
     opts = parser.parse_args(argv)
-    sides = {**ours(opts.results), **jaxmarl(opts.results), **mava(opts.results)}
-    if not sides:
+    groups = {"ours": ours(opts.results), "JaxMARL": jaxmarl(opts.results), "Mava": mava(opts.results)}
+    if not any(groups.values()):
         sys.exit("error: no finished hard-map run: bash benchmark/smax_hard_10m.sh")
     out = os.path.join(opts.results, "smax_hard_10m_compare")
     os.makedirs(out, exist_ok=True)
-    plot(sides, os.path.join(out, "curves.png"))
+    plot(groups, os.path.join(out, "curves.png"))
     print(f"wrote {os.path.join(out, 'curves.png')}")
 
 
