@@ -3,7 +3,8 @@ evaluation and the training episodes' win rate against env steps, for each setti
 benchmark/smax_hard_10m.sh: the mean over seeds of each seed's curve, smoothed over 10 evaluations) and JaxMARL's
 mappo_rnn_smax run by us, with its own config and with Mava's SMAX values (its logged training win rate, smoothed over
 10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds), and
-Mava's own rec_mappo run by us (its evaluations, every 10th update; the mean over seeds).
+Mava's own rec_mappo run by us (its evaluations, every 10th update; the mean over seeds). Ours are solid lines,
+JaxMARL's dashed, Mava's dash-dot; each map's legend stands beside its row.
 
     python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
 
