@@ -94,6 +94,36 @@ def test_paper_table_medians(results):
     assert row.endswith("| 80, 90, 100 | 90 | 80 to 100 | 50, 60, 40 |") and "IQM" not in md and "bootstrap" not in md
 
 
+def test_largest_fall_reads_means_over_windows_of_env_steps():
+    """summarize.largest_fall: the largest drop from the mean of one 0.5M-env-step window to any later window's, in %,
+    with each window's first env step; an evaluation at the end of a window (10M) belongs to it; None without a drop."""
+    wins = {0: [0.2] * 5, 1: [0.8] * 5, 2: [1.0] * 4 + [0.0], 3: [0.1] * 5, 4: [0.5] * 5, 5: [0.95] * 5}  # window -> wins
+    evals = [dict(step=500_000 * w + 100_000 * (i + 1), win_rate=x) for w, xs in wins.items() for i, x in enumerate(xs)]
+    assert evals[-1]["step"] == 3_000_000  # the last window's end
+    assert summarize.largest_fall(evals) == pytest.approx([80.0, 500_000, 10.0, 1_500_000])  # not 100 -> 0 of one eval
+    assert summarize.largest_fall(evals[:10]) is None  # 20 then 80: only a climb
+    assert summarize.largest_fall(evals, window=3_000_000) is None  # one window
+    late = evals + [dict(step=3_100_000, win_rate=0.0)]  # a window of its own, below every other
+    assert summarize.largest_fall(late) == pytest.approx([95.0, 2_500_000, 0.0, 3_000_000])
+
+
+def test_the_falls_table_gives_each_seed_its_fall_in_whole_percents(tmp_path, monkeypatch):
+    """update_readme.smax_falls: a row per map and setting of ours, each seed's largest fall as the difference of the
+    two whole percents it shows, 'none' for a seed that never fell; a folder without a summary yet adds nothing."""
+    import update_readme
+
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    rows = [dict(script="mappo_rnn", env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000], None])]
+    rows.append(dict(script="mappo_rnn", env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000]]))
+    (tmp_path / "smax_hard_10m_mavacfg").mkdir()
+    (tmp_path / "smax_hard_10m_mavacfg/summary.json").write_text(json.dumps(rows))
+    table = update_readme.smax_falls("smax_hard_10m_paper", "smax_hard_10m_mavacfg").splitlines()
+    assert table[2:] == [
+        "| 10m_vs_11m | mappo_rnn.py, `mavacfg` | 77 (77 at 2.5M to 0 at 4.5M); none |",
+        "| 5m_vs_6m | mappo_rnn.py, `mavacfg` | 3 (4 at 5.0M to 1 at 5.5M) |",  # 4 - 1, not round(3.6 - 1.4)
+    ]
+
+
 def test_intervals_from_five_seeds_on(tmp_path):
     """With summarize.MIN_SEEDS_FOR_INTERVALS seeds per map the bootstrap intervals come back: of the mean per map, and
     the IQM's over maps (marl-eval's protocol)"""
@@ -754,8 +784,8 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
 
 def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_device_runs():
     """A setting of benchmark/smax_hard_10m.sh (a case of its setting()) is kept by its keep mode, run by
-    device_runs.sh ours, named in the README's hard-map table and in the compare figure: a setting added in one place
-    and not the others would run and never be kept, or be kept and never shown"""
+    device_runs.sh ours, named in the README's hard-map table, in its table of falls and in the compare figure: a
+    setting added in one place and not the others would run and never be kept, or be kept and never shown"""
     import hard_maps_curves
     import update_readme
 
@@ -766,8 +796,10 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     [device] = re.findall(r'SETTINGS="([^"]*)"', (ROOT / "benchmark" / "jaxmarl" / "device_runs.sh").read_text())
     [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
                if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
+    [falls] = [line.split()[3:-1] for line in (ROOT / "README.md").read_text().splitlines()
+               if line.startswith("<!-- gen smax_falls ")]  # fmt: skip
     folders = [f"smax_hard_10m_{s}" for s in settings]
-    assert kept.split() == settings and device.split() == settings
+    assert kept.split() == settings and device.split() == settings and falls == folders
     assert all(f in table and f in update_readme.SMAX_SETTINGS and f in hard_maps_curves.OURS for f in folders)
 
 

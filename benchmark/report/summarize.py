@@ -94,6 +94,21 @@ def first_reaching(evals, key, threshold):
     return next(((e["step"], e.get("wall_time")) for e in evals if e[key] >= threshold), None)
 
 
+def largest_fall(evals, key: str = "win_rate", window: int = 500_000):
+    """A run's largest fall on the way, read on means over windows of `window` env steps (one evaluation of 32 episodes
+    is too noisy to read a fall from): [mean (%) of the window it falls from, that window's first env step, mean of the
+    lowest window after it, its first env step], the largest difference over every pair of windows in order; None where
+    no window is below an earlier one."""
+    scores = defaultdict(list)  # the first env step of a window -> the scores of its evaluations
+    for e in evals:  # a window holds the steps after its first, up to the next's: 10M ends the window from 9.5M
+        scores[(e["step"] - 1) // window * window].append(e[key])
+    starts = sorted(scores)
+    means = [100 * float(np.mean(scores[s])) for s in starts]
+    pairs = [(means[i] - means[j], i, j) for i in range(len(means)) for j in range(i + 1, len(means))]
+    fall, i, j = max(pairs, key=lambda p: p[0], default=(0.0, 0, 0))  # the first of equal falls
+    return [means[i], starts[i], means[j], starts[j]] if fall > 0 else None
+
+
 def run_name(path: str) -> list:
     """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json or kept/<the same>.json.gz -> [env, script, seed,
     unix time]"""
@@ -196,6 +211,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         if is_smac:
             row["first_0.8"] = [first_reaching(s["evals"], "win_rate", 0.8) for s in summaries]
             row["first_0.95"] = [first_reaching(s["evals"], "win_rate", 0.95) for s in summaries]
+            row["largest_fall"] = [largest_fall(s["evals"]) for s in summaries]
         table.append(row)
 
     def when(points):
@@ -219,6 +235,15 @@ def main(results_dirs, out_dir=None, marl_eval=False):
         for r in table
         if "first_0.8" in r
     ]
+    falls = [
+        f"- {r['script']} {r['env_id']}, largest fall of the greedy win rate (means over 0.5M env steps): "
+        + ", ".join(
+            "none" if f is None else f"{whole(f[0])} % at {f[1]:,} to {whole(f[2])} % at {f[3]:,}" for f in r["largest_fall"]
+        )
+        + " (per seed)"
+        for r in table
+        if "largest_fall" in r
+    ]
     walls = [
         f"- {r['script']} {r['env_id']}, wall time of each run (start to last evaluation): "
         + ", ".join(f"{w:.0f} s" for w in r["wall_time"])
@@ -228,7 +253,7 @@ def main(results_dirs, out_dir=None, marl_eval=False):
     for script in scripts:
         total = sum(sum(r["wall_time"]) for r in table if r.get("script") == script and "wall_time" in r)
         walls.append(f"- {script}: all its runs together {total / 3600:.1f} h of wall time")
-    md = "\n".join(lines + [""] + reach + [""] + walls) + "\n"
+    md = "\n".join(lines + [""] + reach + [""] + falls + [""] + walls) + "\n"
     with open(os.path.join(out_dir, "summary.md"), "w") as f:
         f.write(md)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:

@@ -298,6 +298,35 @@ def smax_10m(*folders: str) -> str:
     return "\n".join(out) + figures
 
 
+def smax_falls(*folders: str) -> str:
+    """How far each of our seeds fell on the way (summarize.largest_fall, from benchmark/results/FOLDER/summary.json):
+    the largest fall of its greedy win rate, means over 0.5M env steps, from a window to any later one."""
+    out = [
+        "| map | implementation, setting (`SETTINGS=`) | largest fall on the way, per seed: points of greedy win rate (from "
+        "the mean % of a 0.5M-env-step window, at its first env step, to a later one's) |",
+        "|---|---|---|",
+    ]
+    rows = [
+        (r["env_id"], i, folder, r)
+        for i, folder in enumerate(folders)
+        if os.path.exists(os.path.join(RESULTS, folder, "summary.json"))
+        for r in load(f"{folder}/summary.json")
+        if "largest_fall" in r
+    ]
+
+    def fall(f) -> str:  # in whole percents, the fall the difference of the two shown
+        if f is None:
+            return "none"
+        high, low = whole(f[0]), whole(f[2])
+        return f"{int(high) - int(low)} ({high} at {f[1] / 1e6:.1f}M to {low} at {f[3] / 1e6:.1f}M)"
+
+    for env, _, folder, r in sorted(rows, key=lambda row: row[:2]):
+        script, setting = SMAX_SETTINGS[folder][0], folder.removeprefix("smax_hard_10m_")  # smax_hard_10m.sh's SETTINGS
+        falls = "; ".join(map(fall, r["largest_fall"]))
+        out.append(f"| {env} | {script}, `{setting}` | {falls} |")
+    return "\n".join(out)
+
+
 def jaxmarl_pairs() -> list[dict]:
     """The seed pairs of benchmark/jaxmarl/compare_jaxmarl.py (JaxMARL's recurrent MAPPO and mappo_rnn.py, each run alone on
     this machine), one summary.json per folder benchmark/results/walltime_3m_*."""
@@ -566,7 +595,7 @@ def allocator() -> str:
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
-GENERATORS.update(allocator=allocator)
+GENERATORS.update(allocator=allocator, smax_falls=smax_falls)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 
