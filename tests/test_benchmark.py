@@ -96,31 +96,51 @@ def test_paper_table_medians(results):
 
 def test_largest_fall_reads_means_over_windows_of_env_steps():
     """summarize.largest_fall: the largest drop from the mean of one 0.5M-env-step window to any later window's, in %,
-    with each window's first env step; an evaluation at the end of a window (10M) belongs to it; None without a drop."""
+    with each window's first env step and the median number of evaluations a window; an evaluation at the end of a
+    window (10M) belongs to it; None without a drop."""
     wins = {0: [0.2] * 5, 1: [0.8] * 5, 2: [1.0] * 4 + [0.0], 3: [0.1] * 5, 4: [0.5] * 5, 5: [0.95] * 5}  # window -> wins
     evals = [dict(step=500_000 * w + 100_000 * (i + 1), win_rate=x) for w, xs in wins.items() for i, x in enumerate(xs)]
     assert evals[-1]["step"] == 3_000_000  # the last window's end
-    assert summarize.largest_fall(evals) == pytest.approx([80.0, 500_000, 10.0, 1_500_000])  # not 100 -> 0 of one eval
+    assert summarize.largest_fall(evals) == pytest.approx([80.0, 500_000, 10.0, 1_500_000, 5])  # not 100 -> 0 of one eval
     assert summarize.largest_fall(evals[:10]) is None  # 20 then 80: only a climb
     assert summarize.largest_fall(evals, window=3_000_000) is None  # one window
     late = evals + [dict(step=3_100_000, win_rate=0.0)]  # a window of its own, below every other
-    assert summarize.largest_fall(late) == pytest.approx([95.0, 2_500_000, 0.0, 3_000_000])
+    assert summarize.largest_fall(late) == pytest.approx([95.0, 2_500_000, 0.0, 3_000_000, 5])
+
+
+def test_noise_alone_falls_further_the_fewer_evaluations_a_window_holds():
+    """update_readme.noise_fall: the median largest fall of a flat 50 % curve, from binomial evaluations of 32 episodes;
+    seeded, so the README is the same at every write; about 2.4 points at 156 evaluations a window (the standard error
+    of a window's mean is 100 * sqrt(0.25 / (32 * 156)) = 0.7 points, and the largest of 190 ordered differences of
+    20 such means is a few of them)."""
+    import update_readme
+
+    falls = [update_readme.noise_fall(n) for n in (3, 30, 156)]
+    assert falls[0] > falls[1] > falls[2] and 1.5 < falls[2] < 3.5 and 12 < falls[0] < 24
+    assert update_readme.noise_fall(3) == falls[0]
+    assert update_readme.noise_fall(3, p=1.0) == 0.0  # every game won: nothing to fall
 
 
 def test_the_falls_table_gives_each_seed_its_fall_in_whole_percents(tmp_path, monkeypatch):
-    """update_readme.smax_falls: a row per map and setting of ours, each seed's largest fall as the difference of the
-    two whole percents it shows, 'none' for a seed that never fell; a folder without a summary yet adds nothing."""
+    """update_readme.smax_falls: a row per map and setting (ours, then the other implementations run here, each in its
+    evaluation), each seed's largest fall as the difference of the two whole percents it shows, 'none' for a seed that
+    never fell, the evaluations a window and what noise alone reads with as many; a folder with no runs adds nothing."""
     import update_readme
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
-    rows = [dict(script="mappo_rnn", env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000], None])]
-    rows.append(dict(script="mappo_rnn", env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000]]))
+    rows = [dict(script="mappo_rnn", env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000, 30], None])]
+    rows.append(dict(script="mappo_rnn", env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000, 156]]))
     (tmp_path / "smax_hard_10m_mavacfg").mkdir()
     (tmp_path / "smax_hard_10m_mavacfg/summary.json").write_text(json.dumps(rows))
-    table = update_readme.smax_falls("smax_hard_10m_paper", "smax_hard_10m_mavacfg").splitlines()
+    write_mava_run(tmp_path / "smax_hard_10m_mava_rec_mappo", "10m_vs_11m", 0, [0.6] * 20 + [0.1] * 42)  # sampled
+    folders = ("smax_hard_10m_paper", "smax_hard_10m_mavacfg", "smax_hard_10m_jaxmarl", "smax_hard_10m_mava_rec_mappo")
+    table = update_readme.smax_falls(*folders).splitlines()
+    noise = [summarize.whole(update_readme.noise_fall(n)) for n in (30, 156, 3)]
     assert table[2:] == [
-        "| 10m_vs_11m | mappo_rnn.py, `mavacfg` | 77 (77 at 2.5M to 0 at 4.5M); none |",
-        "| 5m_vs_6m | mappo_rnn.py, `mavacfg` | 3 (4 at 5.0M to 1 at 5.5M) |",  # 4 - 1, not round(3.6 - 1.4)
+        f"| 10m_vs_11m | mappo_rnn.py, `mavacfg` | greedy | 30 | {noise[0]} | 77 (77 at 2.5M to 0 at 4.5M); none |",
+        f"| 10m_vs_11m | Mava rec_mappo (82583ba), its SMAX sweep config, run by us | sampled | 3 | {noise[2]} "
+        "| 50 (60 at 0.0M to 10 at 3.5M) |",  # 3 evaluations (every 163,840 env steps) in most windows
+        f"| 5m_vs_6m | mappo_rnn.py, `mavacfg` | greedy | 156 | {noise[1]} | 3 (4 at 5.0M to 1 at 5.5M) |",  # 4 - 1
     ]
 
 
@@ -799,7 +819,8 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     [falls] = [line.split()[3:-1] for line in (ROOT / "README.md").read_text().splitlines()
                if line.startswith("<!-- gen smax_falls ")]  # fmt: skip
     folders = [f"smax_hard_10m_{s}" for s in settings]
-    assert kept.split() == settings and device.split() == settings and falls == folders
+    assert kept.split() == settings and device.split() == settings
+    assert table[0] == "smax_10m" and falls == table[1:]  # the falls of every side the hard-map table shows
     assert all(f in table and f in update_readme.SMAX_SETTINGS and f in hard_maps_curves.OURS for f in folders)
 
 

@@ -97,8 +97,9 @@ def first_reaching(evals, key, threshold):
 def largest_fall(evals, key: str = "win_rate", window: int = 500_000):
     """A run's largest fall on the way, read on means over windows of `window` env steps (one evaluation of 32 episodes
     is too noisy to read a fall from): [mean (%) of the window it falls from, that window's first env step, mean of the
-    lowest window after it, its first env step], the largest difference over every pair of windows in order; None where
-    no window is below an earlier one."""
+    lowest window after it, its first env step, the median number of evaluations in a window (the fewer, the larger the
+    falls that noise alone makes)], the largest difference over every pair of windows in order; None where no window
+    is below an earlier one."""
     scores = defaultdict(list)  # the first env step of a window -> the scores of its evaluations
     for e in evals:  # a window holds the steps after its first, up to the next's: 10M ends the window from 9.5M
         scores[(e["step"] - 1) // window * window].append(e[key])
@@ -106,7 +107,8 @@ def largest_fall(evals, key: str = "win_rate", window: int = 500_000):
     means = [100 * float(np.mean(scores[s])) for s in starts]
     pairs = [(means[i] - means[j], i, j) for i in range(len(means)) for j in range(i + 1, len(means))]
     fall, i, j = max(pairs, key=lambda p: p[0], default=(0.0, 0, 0))  # the first of equal falls
-    return [means[i], starts[i], means[j], starts[j]] if fall > 0 else None
+    per_window = float(np.median([len(scores[s]) for s in starts]))
+    return [means[i], starts[i], means[j], starts[j], per_window] if fall > 0 else None
 
 
 def run_name(path: str) -> list:

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import whole  # noqa: E402
+from summarize import largest_fall, whole  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "benchmark", "results")
@@ -175,6 +175,7 @@ def jaxmarl_smax(folder: str) -> list[dict]:
         train, greedy, sampled = (list(x) for x in zip(*last10))
         end = [training[-1] for training, _, _ in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train, smax=smax)
+        row["largest_fall"] = [largest_fall(greedy_rows) for _, greedy_rows, _ in seeds]  # by our evaluation, as ours
         shared = "alone" if at_once == 1 else f"{at_once} runs at once"
         beside = f", beside {beside} on its CPU" if beside else ""  # device_runs.sh ours on the same call
         row.update(machine=None if device == "cpu" else f"{device}, {shared}{beside}")  # None: the folder's machine
@@ -208,6 +209,7 @@ def mava_smax(folder: str) -> list[dict]:
         last10 = [100 * float(np.median([r["win_rate"] for r in run["rows"][-10:]])) for run in seeds]
         row = dict(env_id=env, metric="win rate %", scores=last10 if greedy else [], sampled_scores=[] if greedy else last10)
         row.update(smax=smax, env_steps=[run["rows"][-1]["step"] for run in seeds], machine=None)
+        row.update(largest_fall=[largest_fall(run["rows"]) for run in seeds], fall_metric="greedy" if greedy else "sampled")
         rows.append(dict(row, wall_time=[run["meta"]["wall_time"] for run in seeds]))
     return rows
 
@@ -298,21 +300,32 @@ def smax_10m(*folders: str) -> str:
     return "\n".join(out) + figures
 
 
+def noise_fall(per_window: float, windows: int = 20, p: float = 0.5, reps: int = 2000) -> float:
+    """The median largest fall (points) that noise alone reads on a flat curve: a true win rate p throughout, `windows`
+    windows of per_window evaluations of 32 episodes each (seeded, so the README does not change between writes)."""
+    rng = np.random.default_rng(0)
+    means = 100 * rng.binomial(int(32 * per_window), p, (reps, windows)) / (32 * per_window)  # (reps, windows)
+    best_before = np.maximum.accumulate(means, axis=1)[:, :-1]  # (reps, windows - 1): the best window up to each
+    return float(np.median((best_before - means[:, 1:]).max(axis=1)))
+
+
 def smax_falls(*folders: str) -> str:
-    """How far each of our seeds fell on the way (summarize.largest_fall, from benchmark/results/FOLDER/summary.json):
-    the largest fall of its greedy win rate, means over 0.5M env steps, from a window to any later one."""
+    """How far each seed fell on the way (summarize.largest_fall): the largest fall of its win rate from the mean over
+    one window of 0.5M env steps to a later window's, in the evaluation each side has over the whole run: greedy for
+    ours (benchmark/results/FOLDER/summary.json) and JaxMARL's (its actors evaluated by jaxmarl_greedy_eval.py), Mava's
+    own (sampled, every 10 updates: about 3 evaluations a window)."""
     out = [
-        "| map | implementation, setting (`SETTINGS=`) | largest fall on the way, per seed: points of greedy win rate (from "
-        "the mean % of a 0.5M-env-step window, at its first env step, to a later one's) |",
-        "|---|---|---|",
+        "| map | implementation, setting | evaluation | evaluations a window | a flat 50 % curve's fall | largest fall on the way, per seed: "
+        "points of win rate (from the mean % of a 0.5M-env-step window, at its first env step, to a later one's) |",
+        "|---|---|---|---|---|---|",
     ]
-    rows = [
-        (r["env_id"], i, folder, r)
-        for i, folder in enumerate(folders)
-        if os.path.exists(os.path.join(RESULTS, folder, "summary.json"))
-        for r in load(f"{folder}/summary.json")
-        if "largest_fall" in r
-    ]
+    rows = []
+    for i, folder in enumerate(folders):
+        reader = next((read for end, read in BASELINE_READERS.items() if folder.endswith(end)), None)
+        if reader and os.path.isdir(os.path.join(RESULTS, folder)):
+            rows += [(r["env_id"], i, folder, r) for r in reader(folder)]
+        elif not reader and os.path.exists(os.path.join(RESULTS, folder, "summary.json")):
+            rows += [(r["env_id"], i, folder, r) for r in load(f"{folder}/summary.json") if "largest_fall" in r]
 
     def fall(f) -> str:  # in whole percents, the fall the difference of the two shown
         if f is None:
@@ -320,10 +333,18 @@ def smax_falls(*folders: str) -> str:
         high, low = whole(f[0]), whole(f[2])
         return f"{int(high) - int(low)} ({high} at {f[1] / 1e6:.1f}M to {low} at {f[3] / 1e6:.1f}M)"
 
+    def per_window(falls) -> str:  # the evaluations of 32 episodes a window (median over seeds); noise alone's fall
+        counts = [f[4] for f in falls if f is not None]
+        return f"{np.median(counts):.0f} | {whole(noise_fall(np.median(counts)))}" if counts else "- | -"
+
     for env, _, folder, r in sorted(rows, key=lambda row: row[:2]):
-        script, setting = SMAX_SETTINGS[folder][0], folder.removeprefix("smax_hard_10m_")  # smax_hard_10m.sh's SETTINGS
+        script, setting, _ = SMAX_SETTINGS[folder]
+        if folder.startswith("smax_hard_10m_") and not folder.endswith(BASELINE_FOLDERS):  # smax_hard_10m.sh's SETTINGS
+            setting = f"`{folder.removeprefix('smax_hard_10m_')}`"
+        where = f" ({r['machine']})" if r.get("machine") else ""
         falls = "; ".join(map(fall, r["largest_fall"]))
-        out.append(f"| {env} | {script}, `{setting}` | {falls} |")
+        evaluation = f"{r.get('fall_metric', 'greedy')} | {per_window(r['largest_fall'])}"
+        out.append(f"| {env} | {script}, {setting}{where} | {evaluation} | {falls} |")
     return "\n".join(out)
 
 
