@@ -27,16 +27,20 @@
 #           our paper setting's runs on that map: 128 envs x 128 steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs
 #           x 2 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5 -> .../smax_hard_10m_mavacfg
 #   mavalike: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: mavacfg, plus each choice of Mava's
-#           rec_mappo.py that a flag of ours can make: its critic sees the concatenated observations of all agents, the
-#           same input for every agent, without death masking (--state-type cl --no-death-masking: Mava's
-#           GlobalStateWrapper); dead agents' steps stay in the policy loss (--no-policy-active-masks); BPTT over the
-#           whole 128-step rollout (--data-chunk-length 128); no PopArt, squared-error value loss (--no-use-popart
-#           --no-use-huber); no LayerNorm on the inputs, one layer before the GRU (--no-use-feature-norm --num-layers 1).
-#           What stays ours: LayerNorm after each layer and after the GRU, no layer after the GRU, bootstrapping at the
-#           time limit, advantages normalised over the live agent-steps of the whole batch (Mava's: every step of each
-#           mini-batch), mini-batches of agents (Mava's: of envs), the hidden states replayed as the rollout ran them
-#           (Mava's replay starts from the state after the first step and resets one step early)
-#           -> .../smax_hard_10m_mavalike
+#           rec_mappo.py that a flag of ours can make: its critic sees SMAX's world state and the agent's one-hot id,
+#           without death masking (--state-type ep --no-death-masking: rec_mappo's JaxMarlWrapper passes the env's
+#           world_state, and its AgentIDWrapper(env, True) appends the ids to it); dead agents' steps stay in the
+#           policy loss (--no-policy-active-masks); BPTT over the whole 128-step rollout (--data-chunk-length 128); no
+#           PopArt, squared-error value loss (--no-use-popart --no-use-huber); no LayerNorm on the inputs, one layer
+#           before the GRU (--no-use-feature-norm --num-layers 1). What stays ours: LayerNorm after each layer and
+#           after the GRU, no layer after the GRU, bootstrapping at the time limit, advantages normalised over the live
+#           agent-steps of the whole batch (Mava's: every step of each mini-batch), mini-batches of agents (Mava's: of
+#           envs), the hidden states replayed as the rollout ran them (Mava's replay starts from the state after the
+#           first step and resets one step early) -> .../smax_hard_10m_mavalike
+#   mavalikecl: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: mavalike with the critic on the
+#           concatenated observations of all agents (--state-type cl), the global state of Mava's GlobalStateWrapper,
+#           which its feed-forward systems add and rec_mappo.py does not: mavalike as first run here, on that misreading
+#           -> .../smax_hard_10m_mavalikecl
 # Every evaluation plays 32 greedy episodes, then 32 with sampled actions (--eval-sampled: Mava's metric).
 # All runs share one queue, seed by seed (every map and setting of seed 1 first), two at a time with one torch thread
 # each. Longer than a session: see KEEP in benchmark/mappo.sh.
@@ -117,9 +121,11 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
       --critic-learning-rate 2e-3 --anneal-lr --update-epochs 4 --num-minibatches 4 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
     mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's SMAX sweep values
-    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl --no-death-masking --no-policy-active-masks
+    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep --no-death-masking --no-policy-active-masks
       --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # and Mava's choices
-    *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike)" >&2 && exit 2 ;;
+    mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl --no-death-masking --no-policy-active-masks
+      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # all obs to the critic
+    *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike, mavalikecl)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
 }
@@ -157,7 +163,7 @@ mava() {
 }
 
 case ${1:-} in
-  keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg mavacfg mavalike}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
+  keep) for s in ${SETTINGS:-paper table2 ent0 clip005 jaxcfg mavacfg mavalike mavalikecl}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2

@@ -32,6 +32,7 @@ OURS = {
     "smax_hard_10m_jaxcfg": "JaxMARL-values ablation",
     "smax_hard_10m_mavacfg": "Mava-values ablation",
     "smax_hard_10m_mavalike": "Mava-like ablation",
+    "smax_hard_10m_mavalikecl": "Mava-like ablation, critic on all observations",
 }
 JAXMARL_FOLDERS = {  # JaxMARL's runs: its own config, and Mava's SMAX values on it (JAXMARL_VALUES=mava)
     "smax_hard_10m_jaxmarl": "JaxMARL mappo_rnn_smax",

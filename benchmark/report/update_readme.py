@@ -109,8 +109,14 @@ SMAX_SETTINGS = {
     ),
     "smax_hard_10m_mavalike": (
         "mappo_rnn.py",
-        "ablation: paper with Mava's values and its choices we have flags for (critic on all observations, no death masking,"
-        " dead agents in the policy loss, 128-step BPTT, no PopArt, squared error, no input LayerNorm, 1 layer)",
+        "ablation: paper with Mava's values and its choices we have flags for (critic on the world state and id, no death"
+        " masking, dead agents in the policy loss, 128-step BPTT, no PopArt, squared error, no input LayerNorm, 1 layer)",
+        "2-core CPU, 2 runs at once",
+    ),
+    "smax_hard_10m_mavalikecl": (
+        "mappo_rnn.py",
+        "ablation: as the row above, with the critic on all agents' observations (Mava's GlobalStateWrapper, which its"
+        " rec_mappo.py does not use)",
         "2-core CPU, 2 runs at once",
     ),
     "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
