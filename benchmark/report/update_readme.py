@@ -321,8 +321,9 @@ def smax_falls(*folders: str) -> str:
     ours (benchmark/results/FOLDER/summary.json) and JaxMARL's (its actors evaluated by jaxmarl_greedy_eval.py), Mava's
     own (sampled, every 10 updates: about 3 evaluations a window)."""
     out = [
-        "| map | implementation, setting | evaluation | evaluations a window | a flat 50 % curve's fall | largest fall on the way, per seed: "
-        "points of win rate (from the mean % of a 0.5M-env-step window, at its first env step, to a later one's) |",
+        "| map | implementation, setting | evaluation | evaluations a window | a flat 50 % curve's fall "
+        "| largest fall on the way, per seed: points of win rate (from the mean % of a 0.5M-env-step window, at its first "
+        "env step, to a later one's) |",
         "|---|---|---|---|---|---|",
     ]
     rows = []
