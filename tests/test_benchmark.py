@@ -128,8 +128,9 @@ def test_the_falls_table_gives_each_seed_its_fall_in_whole_percents(tmp_path, mo
     import update_readme
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
-    rows = [dict(script="mappo_rnn", env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000, 30], None])]
-    rows.append(dict(script="mappo_rnn", env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000, 156]]))
+    win = dict(script="mappo_rnn", metric="win rate %")  # summarize.py's rows
+    rows = [dict(win, env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000, 30], None])]
+    rows.append(dict(win, env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000, 156]]))
     (tmp_path / "smax_hard_10m_mavacfg").mkdir()
     (tmp_path / "smax_hard_10m_mavacfg/summary.json").write_text(json.dumps(rows))
     write_mava_run(tmp_path / "smax_hard_10m_mava_rec_mappo", "10m_vs_11m", 0, [0.6] * 20 + [0.1] * 42)  # sampled

@@ -253,22 +253,31 @@ def percents(values) -> str:
     return ", ".join(map(whole, values)) if values else "-"
 
 
+def finished(folders) -> list[str]:
+    """The folders with runs to show: ours with a summary.json, the other implementations' with a run (.json.gz)"""
+    done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
+    baselines = [f for f in folders if f.endswith(BASELINE_FOLDERS) and os.path.isdir(os.path.join(RESULTS, f))]
+    return done + [f for f in baselines if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
+
+
+def win_rows(folder: str) -> list[dict]:
+    """A folder's rows scored by win rate: ours from its summary.json, the others' from their reader"""
+    reader = next((read for end, read in BASELINE_READERS.items() if folder.endswith(end)), None)
+    return [r for r in (reader(folder) if reader else load(f"{folder}/summary.json")) if r.get("metric", "").startswith("win")]
+
+
 def smax_10m(*folders: str) -> str:
     """SMAX at 10M env steps, one row per map and implementation: each setting of ours (benchmark/results/FOLDER/
     summary.json), then Mava's published number. Every number sits in the column of its metric: greedy evaluation,
     sampled evaluation, or the training episodes (sampled actions); each of ours is per seed, the median of its last
     10 evaluations (or of the training episodes of the same 10 rollouts)."""
-    done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
-    baselines = [f for f in folders if f.endswith(BASELINE_FOLDERS) and os.path.isdir(os.path.join(RESULTS, f))]
-    done += [f for f in baselines if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
+    done = finished(folders)
     if not done:
         return f"(not finished yet: `bash benchmark/{'smax_10m' if folders == ('smax_10m_mappo',) else 'smax_hard_10m'}.sh`)"
     anchors, ours = load("anchors.json"), {}
     for folder in done:
-        reader = next((read for end, read in BASELINE_READERS.items() if folder.endswith(end)), None)
-        for r in reader(folder) if reader else load(f"{folder}/summary.json"):
-            if r.get("metric", "").startswith("win"):
-                ours.setdefault(r["env_id"], []).append((folder, r))
+        for r in win_rows(folder):
+            ours.setdefault(r["env_id"], []).append((folder, r))
     out = [
         "| map | implementation, setting | SMAX | seeds | env steps | greedy eval % | sampled eval % "
         "| training episodes % | wall time per run (machine) |",
@@ -326,13 +335,7 @@ def smax_falls(*folders: str) -> str:
         "env step, to a later one's) |",
         "|---|---|---|---|---|---|",
     ]
-    rows = []
-    for i, folder in enumerate(folders):
-        reader = next((read for end, read in BASELINE_READERS.items() if folder.endswith(end)), None)
-        if reader and os.path.isdir(os.path.join(RESULTS, folder)):
-            rows += [(r["env_id"], i, folder, r) for r in reader(folder)]
-        elif not reader and os.path.exists(os.path.join(RESULTS, folder, "summary.json")):
-            rows += [(r["env_id"], i, folder, r) for r in load(f"{folder}/summary.json") if "largest_fall" in r]
+    rows = [(r["env_id"], i, folder, r) for i, folder in enumerate(finished(folders)) for r in win_rows(folder)]
 
     def fall(f) -> str:  # in whole percents, the fall the difference of the two shown
         if f is None:
