@@ -112,6 +112,8 @@ jaxmarl() {  # OUT: the results folder, by the values and the SMAX release (jaxm
 setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
   local mava="--num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3 --critic-learning-rate 4e-3
     --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"  # Mava's SMAX sweep values
+  local mava_choices="--no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
+    --no-use-feature-norm --num-layers 1"  # the choices of Mava's rec_mappo.py that flags of ours make, but its critic's
   case $1 in
     paper) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m" EXTRA="--eval-sampled" ;;
     table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
@@ -121,10 +123,8 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
       --critic-learning-rate 2e-3 --anneal-lr --update-epochs 4 --num-minibatches 4 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
     mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's SMAX sweep values
-    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep --no-death-masking --no-policy-active-masks
-      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # and Mava's choices
-    mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl --no-death-masking --no-policy-active-masks
-      --data-chunk-length 128 --no-use-popart --no-use-huber --no-use-feature-norm --num-layers 1" ;;  # all obs to the critic
+    mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep $mava_choices" ;;  # and Mava's choices
+    mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl $mava_choices" ;;  # all obs to the critic
     *) echo "unknown setting $1 (paper, table2, ent0, clip005, jaxcfg, mavacfg, mavalike, mavalikecl)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
