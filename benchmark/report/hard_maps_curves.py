@@ -29,6 +29,7 @@ OURS = {
     "smax_hard_10m_table2": "Table 2",
     "smax_hard_10m_ent0": "ent0 ablation",
     "smax_hard_10m_clip005": "clip 0.05 ablation",
+    "smax_hard_10m_epochs5": "5-epoch ablation",
     "smax_hard_10m_jaxcfg": "JaxMARL-values ablation",
     "smax_hard_10m_mavacfg": "Mava-values ablation",
     "smax_hard_10m_mavalike": "Mava-like ablation",

@@ -95,6 +95,11 @@ SMAX_SETTINGS = {
         "ablation: paper, --clip-coef 0.05 (the authors' 5m_vs_6m script)",
         "2-core CPU, 2 runs at once",
     ),
+    "smax_hard_10m_epochs5": (
+        "mappo_rnn.py",
+        "ablation: paper, --update-epochs 5 (Table 12's value on 3s5z_vs_3s6z and 27m_vs_30m)",
+        "2-core CPU, 2 runs at once",
+    ),
     "smax_hard_10m_jaxcfg": (
         "mappo_rnn.py",
         "ablation: paper with JaxMARL's values (128 envs x 128 steps, 128 wide, lr 2e-3 annealed, 4 epochs x 4"
