@@ -80,6 +80,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-2}
+ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl"  # the cases of setting()
 . benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
@@ -131,7 +132,7 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     mavacfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's SMAX sweep values
     mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep $mava_choices" ;;  # and Mava's choices
     mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl $mava_choices" ;;  # all obs to the critic
-    *) echo "unknown setting $1 (paper, table2, ent0, clip005, epochs5, jaxcfg, mavacfg, mavalike, mavalikecl)" >&2 && exit 2 ;;
+    *) echo "unknown setting $1 (one of: $ALL_SETTINGS)" >&2 && exit 2 ;;
   esac
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
 }
@@ -169,7 +170,7 @@ mava() {
 }
 
 case ${1:-} in
-  keep) for s in ${SETTINGS:-paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
+  keep) for s in ${SETTINGS:-$ALL_SETTINGS}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2

@@ -813,7 +813,8 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     script = (ROOT / "benchmark" / "smax_hard_10m.sh").read_text()
     settings = re.findall(r"^ {4}([a-z0-9]+)\) ENV_IDS=", script, flags=re.M)
     assert {"paper", "table2"} < set(settings), settings  # the parse itself: the two paper settings are cases
-    [kept] = re.findall(r"keep\) for s in \$\{SETTINGS:-([^}]*)\}", script)
+    [kept] = re.findall(r'^ALL_SETTINGS="([^"]*)"', script, flags=re.M)
+    assert "keep) for s in ${SETTINGS:-$ALL_SETTINGS}; do" in script  # keep's default is that list
     [device] = re.findall(r'SETTINGS="([^"]*)"', (ROOT / "benchmark" / "jaxmarl" / "device_runs.sh").read_text())
     [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
                if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
