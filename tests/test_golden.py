@@ -209,7 +209,6 @@ if __name__ == "__main__":
     if mode not in (["--record"], ["--add-machine"]):
         sys.exit("usage: python tests/test_golden.py --record|--add-machine [script ...]   (pytest runs the tests)")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    torch.set_num_threads(THREADS)
     for script in sys.argv[2:] or SCRIPTS:
         for env_id in ENV_FLAGS:
             if env_id.startswith("smaclite/"):
