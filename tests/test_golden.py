@@ -118,13 +118,15 @@ def assert_one_recording(now: dict, golden: dict):
 
 
 def machine() -> str:
-    """The CPU, as a recording names it: model name and the SIMD extensions numpy finds"""
+    """The CPU, as a recording names it: model name and SIMD extensions, from Linux's /proc/cpuinfo (x86 "flags", ARM
+    "Features"), named as numpy names them (avx512_fp16 stands for numpy's AVX512_SPR)"""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
-    from numpy._core._multiarray_umath import __cpu_features__ as features
-
-    simd = [f for f in ("AVX2", "FMA3", "AVX512F", "AVX512_SPR", "ASIMD", "SVE") if features.get(f)]
-    return f"{model or platform.processor() or 'unknown CPU'} ({platform.machine()}; {' '.join(simd)})"
+    fields = dict(line.split(":", 1) for line in cpuinfo.splitlines() if ":" in line)  # the last CPU's, as all are alike
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set((fields.get("flags", "") + " " + fields.get("Features", "")).split())
+    names = dict(avx2="AVX2", fma="FMA3", avx512f="AVX512F", avx512_fp16="AVX512_SPR", asimd="ASIMD", sve="SVE")
+    simd = [name for flag, name in names.items() if flag in flags]
+    return f"{fields.get('model name') or platform.processor() or 'unknown CPU'} ({platform.machine()}; {' '.join(simd)})"
 
 
 def test_a_run_must_match_one_recording_whole():
