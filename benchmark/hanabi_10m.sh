@@ -9,8 +9,8 @@
 #                                         # a time
 # (BASELINES picks some of them, SEEDS the seeds: default 1 2 3)
 #   bash benchmark/hanabi_10m.sh speed    # JaxMARL's mappo_ff_hanabi alone for 10 updates (its config, seed 1): its
-#                                         # steady-state SPS here, for the README's equal-wall-time reading. Run it
-#                                         # with nothing else running.
+#                                         # steady-state SPS here, for the equal-wall-time table of
+#                                         # benchmark/results/README.md. Run it with nothing else running.
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl/jaxmarl_baseline.py). Each run
 # is one jitted scan and cannot resume: a run cut short or failed leaves only OUT/runs/<name>.json (git-ignored; it is
 # moved to OUT when the run ends) and starts again; finished ones, in OUT (JAXMARL_OUT, default

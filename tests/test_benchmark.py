@@ -805,8 +805,9 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
 
 def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_device_runs():
     """A setting of benchmark/smax_hard_10m.sh (a case of its setting()) is kept by its keep mode, run by
-    device_runs.sh ours, named in the README's hard-map table, in its table of falls and in the compare figure: a
-    setting added in one place and not the others would run and never be kept, or be kept and never shown"""
+    device_runs.sh ours, named in the README's hard-map table, in the table of falls and the figures of
+    benchmark/results/README.md and in the compare figure: a setting added in one place and not the others would run
+    and never be kept, or be kept and never shown"""
     import hard_maps_curves
     import update_readme
 
@@ -818,11 +819,13 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     [device] = re.findall(r'SETTINGS="([^"]*)"', (ROOT / "benchmark" / "jaxmarl" / "device_runs.sh").read_text())
     [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
                if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
-    [falls] = [line.split()[3:-1] for line in (ROOT / "README.md").read_text().splitlines()
-               if line.startswith("<!-- gen smax_falls ")]  # fmt: skip
+    detail = (ROOT / "benchmark" / "results" / "README.md").read_text().splitlines()
+    [falls] = [line.split()[3:-1] for line in detail if line.startswith("<!-- gen smax_falls ")]
+    [figures] = [line.split()[3:-1] for line in detail if line.startswith("<!-- gen figures smax_hard_10m_")]
     folders = [f"smax_hard_10m_{s}" for s in settings]
     assert kept.split() == settings and device.split() == settings
     assert table[0] == "smax_10m" and falls == table[1:]  # the falls of every side the hard-map table shows
+    assert figures == [f for f in table[1:] if not f.endswith(update_readme.BASELINE_FOLDERS)]  # and ours, each
     assert all(f in table and f in update_readme.SMAX_SETTINGS and f in hard_maps_curves.OURS for f in folders)
 
 

@@ -18,8 +18,9 @@ def test_ruff_format_and_lint():
 
 
 def test_readme_is_what_update_readme_writes():
-    """Every number in README.md is written by benchmark/report/update_readme.py from benchmark/results (or from the scripts:
-    their sizes, and the lines the links point to): the README must be exactly what it would write now."""
+    """Every number in README.md and benchmark/results/README.md is written by benchmark/report/update_readme.py from
+    benchmark/results (or from the scripts: their sizes, and the lines the links point to): both must be exactly what it
+    would write now."""
     proc = subprocess.run(
         [sys.executable, "benchmark/report/update_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True
     )
@@ -35,6 +36,29 @@ def test_update_readme_rewrites_stale_numbers():
     lines = (ROOT / "mappo.py").read_text().splitlines()
     assert f"-->{update_readme.diff('ippo.py')}<!--" in fresh and "999" not in fresh
     assert f'(mappo.py#L{1 + next(i for i, line in enumerate(lines) if "def compute_gae(" in line)} "' in fresh
+
+
+def test_update_readme_writes_images_relative_to_each_doc():
+    """benchmark/results/README.md shows the same figures as README.md, so their paths start from its own folder"""
+    sys.path.insert(0, str(ROOT / "benchmark" / "report"))
+    import update_readme
+
+    block = "<!-- gen figures smax_hard_10m_paper -->\n<!-- /gen -->"
+    top, detail = update_readme.render(block), update_readme.render(block, "benchmark/results/README.md")
+    assert "](benchmark/results/smax_hard_10m_paper/curves.png)" in top
+    assert "](smax_hard_10m_paper/curves.png)" in detail
+    assert (ROOT / "benchmark" / "results" / "smax_hard_10m_paper" / "curves.png").exists()
+    assert update_readme.DOCS == ("README.md", "benchmark/results/README.md")  # both checked by the test above
+
+
+def test_readme_links_into_the_results_doc_reach_its_headings():
+    """README.md points to the tables it moved to benchmark/results/README.md by heading anchors (GitHub's: lower case,
+    punctuation dropped, spaces to hyphens): a renamed heading would leave a link that lands at the top"""
+    detail = (ROOT / "benchmark" / "results" / "README.md").read_text()
+    slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", detail, flags=re.M)}
+    links = re.findall(r"\]\(benchmark/results/README\.md#([^)]+)\)", (ROOT / "README.md").read_text())
+    assert len(set(links)) >= 8, links  # the parse itself: each moved table has a pointer
+    assert set(links) <= slugs, set(links) - slugs
 
 
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])

@@ -12,7 +12,8 @@ one after the other, on three kinds of env:
 SPS is the steady state: env steps between the first and the last update over the wall time between them (start-up,
 compilation and the first rollout left out; no evaluation). Each row also has where the time went, per update: the
 learner's update and its wait for a rollout, the server's inference, and env stepping summed over the clients.
-Writes benchmark/results/async_throughput.json, one row per run; README.md's table is generated from it.
+Writes benchmark/results/async_throughput.json, one row per run; benchmark/results/README.md's table is
+generated from it.
 
 The simulated env is run through this file (`--slowed DELAY SCRIPT ARGS...` wraps the script's make_env), so an
 async run goes as a learner and separate client processes (--role learner / client) on loopback.
@@ -155,7 +156,7 @@ def main():
 
 
 def table(rows: list[dict]) -> str:
-    """The README's table (update_readme.py calls this)"""
+    """The table of benchmark/results/README.md (update_readme.py calls this)"""
     out = [
         "| env | script | clients x splits | envs | SPS | vs mappo.py | vs 1 split | per update (s): update / learner "
         "wait / inference / env steps (all clients) | policy lag |",

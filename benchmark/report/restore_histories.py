@@ -1,6 +1,7 @@
 """Puts back the per-evaluation histories of the small-family runs (benchmark/results/{mappo,ippo,mappo_rnn}: the
-README's short-run tables) from git history, as kept/<env>__<script>__<seed>__restored.json.gz, so that summarize.py
-recomputes those tables from committed files (issue 46) without running them again.
+short-run tables of README.md and benchmark/results/README.md) from git history, as
+kept/<env>__<script>__<seed>__restored.json.gz, so that summarize.py recomputes those tables from committed files
+(issue 46) without running them again.
 
 Those runs' histories were committed as marl_eval.json (every greedy evaluation of every run: its env step and win
 rate or team return) and removed from the tree in commit 8f09757; this reads them at its parent. They hold no wall

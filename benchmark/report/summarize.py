@@ -26,8 +26,8 @@ import numpy as np
 
 # Below this many seeds a bootstrap interval says more than the data has (three seeds, each the median of evaluations
 # of 32 episodes, often all at the ceiling): the per-seed values and their range stand instead, in tables and figures.
-# The papers' StarCraft II numbers (MAPPO's Table 1, Async MAPPO's Table 2) are not beside ours here: README.md has
-# them in a table of their own (benchmark/results/anchors.json).
+# The papers' StarCraft II numbers (MAPPO's Table 1, Async MAPPO's Table 2) are not beside ours here:
+# benchmark/results/README.md has them in a table of their own (benchmark/results/anchors.json).
 MIN_SEEDS_FOR_INTERVALS = 5
 
 

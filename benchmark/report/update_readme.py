@@ -1,12 +1,15 @@
-"""Writes the generated parts of README.md, so that no number in it is typed by hand:
+"""Writes the generated parts of README.md and of benchmark/results/README.md (the tables and figures in detail that
+README.md points to), so that no number in them is typed by hand:
 
 - between `<!-- gen NAME ARGS -->` and `<!-- /gen -->`, what the generator NAME makes of files in benchmark/results (or,
   for `lines` and `diff`, of the scripts themselves);
 - the line numbers of links into the scripts, written `[text](mappo.py#L123 "def compute_gae")`: the title is the
   text of the line the link points to, and the number is rewritten to the first line that contains it.
 
-    python benchmark/report/update_readme.py           # rewrite README.md
-    python benchmark/report/update_readme.py --check   # exit 1 if README.md is not what this would write (tests run this)
+Images of benchmark/results in the second are written relative to its folder.
+
+    python benchmark/report/update_readme.py           # rewrite both
+    python benchmark/report/update_readme.py --check   # exit 1 if either is not what this would write (tests run this)
 """
 
 import argparse
@@ -24,6 +27,7 @@ from summarize import largest_fall, whole  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "benchmark", "results")
+DOCS = ("README.md", "benchmark/results/README.md")
 
 
 def load(rel: str):
@@ -314,10 +318,15 @@ def smax_10m(*folders: str) -> str:
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
                 who, steps, value = f"{a['name']} (published plot)", a["budget"], f"~{a['value']}"
                 out.append(f"| {env} | {who} | {MAVA_SMAX} | 10 | {steps} | - | {value} | - | - |")
-    figures = "".join(curves(f) for f in done if not f.endswith(BASELINE_FOLDERS))
     if any(f.endswith(BASELINE_FOLDERS) for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
-        figures += curves("smax_hard_10m_compare")
-    return "\n".join(out) + figures
+        return "\n".join(out) + curves("smax_hard_10m_compare")  # each setting's own: `figures` in benchmark/results
+    own = figures(*done)
+    return "\n".join(out) + (f"\n\n{own}" if own else "")
+
+
+def figures(*folders: str) -> str:
+    """the plots of our folders that have one, a blank line between two"""
+    return "".join(curves(f) for f in folders if not f.endswith(BASELINE_FOLDERS)).lstrip("\n")
 
 
 def noise_fall(per_window: float, windows: int = 20, p: float = 0.5, reps: int = 2000) -> float:
@@ -631,12 +640,13 @@ def allocator() -> str:
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
-GENERATORS.update(allocator=allocator, smax_falls=smax_falls)
+GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
+IMAGE = re.compile(r"\]\((benchmark/results/[^)\s]+\.png)\)")
 
 
-def render(readme: str) -> str:
+def render(readme: str, doc: str = "README.md") -> str:
     def block(m: re.Match) -> str:
         name, args, old = m.group(1), m.group(2).split(), m.group(3)
         new = GENERATORS[name](*args)
@@ -652,23 +662,26 @@ def render(readme: str) -> str:
             sys.exit(f"README.md links to {script} at a line with {text!r}, which it no longer has")
         return f']({script}#L{found[0]} "{text}")'
 
-    return LINK.sub(link, BLOCK.sub(block, readme))
+    def image(m: re.Match) -> str:  # from the repo's root to the doc's folder
+        return f"]({os.path.relpath(m.group(1), os.path.dirname(doc) or '.')})"
+
+    return IMAGE.sub(image, LINK.sub(link, BLOCK.sub(block, readme)))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a doc differs from what would be written")
     opts = parser.parse_args()
-    path = os.path.join(ROOT, "README.md")
-    with open(path) as f:
-        readme = f.read()
-    new = render(readme)
-    if opts.check:
-        if new != readme:
-            sys.exit("README.md is not what benchmark/report/update_readme.py writes: run it and commit the result")
-        return
-    with open(path, "w") as f:
-        f.write(new)
+    for doc in DOCS:
+        path = os.path.join(ROOT, doc)
+        with open(path) as f:
+            text = f.read()
+        new = render(text, doc)
+        if opts.check and new != text:
+            sys.exit(f"{doc} is not what benchmark/report/update_readme.py writes: run it and commit the result")
+        if not opts.check:
+            with open(path, "w") as f:
+                f.write(new)
 
 
 if __name__ == "__main__":
