@@ -568,7 +568,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
         "50, 25",
         "50, 25",
     ]
-    assert rows[0][8] == "2.5 min (2-core CPU, beside our runs) |"
+    assert rows[0][8] == "2.5 min (2-core CPU, beside our runs or alone) |"
     # a run of benchmark/jaxmarl/device_runs.sh on a lent GPU: a row of its own that names the GPU
     name = "mappo_rnn_smax_2s3z_seed3"
     with gzip.open(jaxmarl / f"{name}.json.gz", "wt") as f:

@@ -128,7 +128,7 @@ SMAX_SETTINGS = {
         " rec_mappo.py does not use)",
         "2-core CPU, 2 runs at once",
     ),
-    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs"),
+    "smax_hard_10m_jaxmarl": ("JaxMARL mappo_rnn_smax", "its own config, run by us", "2-core CPU, beside our runs or alone"),
     "smax_hard_10m_mava_jaxmarl": (
         "JaxMARL mappo_rnn_smax",
         "Mava's SMAX values (lr 4e-3 constant, 2 epochs x 2 mini-batches, gradient norm 0.5), run by us",
