@@ -66,7 +66,7 @@
 # the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: every setting), WORKERS (2), TOTAL_TIMESTEPS
-# (10000000), PYTHON;
+# (10000000), PYTHON (default python: the repo's venv, checked before any run);
 # jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
 #   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
 #                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
@@ -80,6 +80,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-2}
+if [ "${1:-}" != plan ] && ! "$PYTHON" -c "import matplotlib" 2>/dev/null; then  # the figures come after hours of runs
+  echo "error: PYTHON ($PYTHON) lacks this repo's requirements (matplotlib): activate its .venv or set PYTHON" >&2 && exit 2
+fi
 ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl"  # the cases of setting()
 . benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}

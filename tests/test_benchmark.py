@@ -898,6 +898,26 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
     assert no_wheel.returncode == 2 and "SMAX_WHEEL: an unzipped jaxmarl wheel" in no_wheel.stderr and calls.read_text() == ""
 
 
+def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
+    """PYTHON draws the figures after hours of runs: one that cannot import matplotlib stops every mode before any run
+    (exit 2, saying what to do); plan, which only prints, still works"""
+    repo = benchmark_copy(tmp_path)
+    bare = stand_in(tmp_path / "bare", "import sys\nsys.exit(1 if 'matplotlib' in ' '.join(sys.argv) else 0)\n")
+    fake = stand_in(tmp_path / "python", FAKE_JAXMARL_SMAX)
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    env = dict(os.environ, PYTHON=str(bare), JAXMARL_PYTHON=str(fake), MAVA_PYTHON=str(fake), CALLS=str(calls), SEEDS="1")
+    for mode in ("jaxmarl", "mava", ""):
+        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh")] + ([mode] if mode else [])
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and f"PYTHON ({bare}) lacks" in done.stderr, (mode, done.stderr)
+        assert calls.read_text() == "" and not (repo / "benchmark/results").exists()
+    plan = subprocess.run(
+        ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "plan"], env=env, capture_output=True, text=True
+    )
+    assert plan.returncode == 0 and "mappo_rnn.py" in plan.stdout, plan.stderr
+
+
 def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):
     """compare_histories.py: per seed the median of the last 10 evaluations at or before the step read up to (the
     smallest budget by default: a longer run is cut there), and the mean over seeds"""
