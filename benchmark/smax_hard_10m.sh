@@ -66,7 +66,7 @@
 # the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
 # Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: every setting), WORKERS (2), TOTAL_TIMESTEPS
-# (10000000), PYTHON (default python: the repo's venv, checked before any run);
+# (10000000), PYTHON (default: python on PATH, which must be the repo's venv's; checked before any run);
 # jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
 #   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
 #                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
