@@ -782,7 +782,8 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
     its summary, and nothing else runs."""
     repo = benchmark_copy(tmp_path)
     marks = {"started": tmp_path / "started", "summarized": tmp_path / "summarized"}  # a run marks its start, then sleeps
-    fake = stand_in(tmp_path / "python", "import sys, time\nif sys.argv[1].endswith('summarize.py'):\n"
+    fake = stand_in(tmp_path / "python", "import sys, time\nif sys.argv[1] == '-c':\n    sys.exit(0)\n"  # the import check
+                    "if sys.argv[1].endswith('summarize.py'):\n"
                     f"    open({str(marks['summarized'])!r}, 'w').close()\nelse:\n"
                     f"    open({str(marks['started'])!r}, 'w').close()\n    time.sleep(1.5)\n")  # fmt: skip
     env = dict(os.environ, PYTHON=str(fake), ENV_IDS="3m", NUM_SEEDS="1", OUT=str(tmp_path / "out"), WORKERS="1")
@@ -916,6 +917,34 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
         ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "plan"], env=env, capture_output=True, text=True
     )
     assert plan.returncode == 0 and "mappo_rnn.py" in plan.stdout, plan.stderr
+
+
+def test_launchers_refuse_a_python_without_the_repos_requirements(tmp_path):
+    """mappo.sh (so every launcher of our runs) and vmas.sh's BenchMARL mode stop before any run when PYTHON lacks
+    matplotlib, and mappo.sh's keep, which reads checkpoints, when it lacks torch (exit 2, saying what to do): a python
+    outside the venv would misread every checkpoint as unreadable"""
+    repo = benchmark_copy(tmp_path)
+    calls = tmp_path / "calls"
+    record = f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+    no_plots = stand_in(tmp_path / "no_plots", record + "sys.exit(1 if 'matplotlib' in ' '.join(sys.argv) else 0)\n")
+    no_torch = stand_in(tmp_path / "no_torch", record + "sys.exit(1 if 'torch' in ' '.join(sys.argv) else 0)\n")
+    fake = stand_in(tmp_path / "benchmarl", record)
+    cases = [
+        ("mappo.sh", "", no_plots),
+        ("vmas.sh", "", no_plots),
+        ("vmas.sh", "benchmarl", no_plots),
+        ("mappo.sh", "keep", no_torch),
+    ]
+    for script, mode, python in cases:
+        calls.write_text("")
+        env = dict(os.environ, PYTHON=str(python), BENCHMARL_PYTHON=str(fake), OUT=str(tmp_path / "out"), ENV_IDS="3m")
+        cmd = ["bash", str(repo / "benchmark" / script)] + ([mode] if mode else [])
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and f"PYTHON ({python}) lacks" in done.stderr, (script, mode, done.stderr)
+        assert [line.split()[0] for line in calls.read_text().splitlines()] == ["-c"], (script, mode)  # the check alone
+    kept = subprocess.run(["bash", str(repo / "benchmark" / "mappo.sh"), "keep"], env=dict(env, PYTHON=str(no_plots)),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert kept.returncode == 0, kept.stderr  # keep draws nothing: matplotlib is not needed there
 
 
 def test_compare_histories_reads_both_sides_up_to_one_step(tmp_path):
