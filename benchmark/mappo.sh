@@ -5,8 +5,9 @@
 # Variables: ENV_IDS, NUM_SEEDS (3; the paper uses 6+), SEEDS (the seeds themselves; default 1..NUM_SEEDS),
 # WORKERS (runs at once; OMP_NUM_THREADS defaults to cores / WORKERS), TOTAL_TIMESTEPS (overrides the per-env
 # budget), BUDGETS (per-env budgets that override the defaults below, e.g. "5m_vs_6m=2000000 2s3z=2000000"), OUT
-# (results folder), PYTHON (python on PATH, which must be the repo's venv's: checked before anything runs), EXTRA (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), MALLOC_TOP_PAD_ (each
-# run's, 4 GiB: see below), KEEP (default OUT/kept: see below).
+# (results folder), PYTHON (python on PATH, which must be the repo's venv's: checked before anything runs), EXTRA
+# (more flags, e.g. "--cuda"), SCRIPT (mappo.py; ippo.sh sets it), MALLOC_TOP_PAD_ (each run's, 4 GiB: see below), KEEP
+# (default OUT/kept: see below).
 # `bash benchmark/mappo.sh plan` prints the command line of each run still to do and runs nothing (launchers that pool
 # the runs of several folders into one queue, like benchmark/smax_hard_10m.sh, use it).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
@@ -22,11 +23,8 @@ WORKERS=${WORKERS:-1}
 SCRIPT=${SCRIPT:-mappo.py}
 OUT=${OUT:-benchmark/results/${SCRIPT%.py}}
 PYTHON=${PYTHON:-python}
-need=torch  # every mode reads the checkpoints with torch; a run's summary, hours later, draws with matplotlib
-[ "${1:-}" = keep ] || [ "${1:-}" = plan ] || need="torch, matplotlib"
-if ! "$PYTHON" -c "import $need" 2>/dev/null; then
-  echo "error: PYTHON ($PYTHON) lacks this repo's requirements ($need): activate its .venv or set PYTHON" >&2 && exit 2
-fi
+. benchmark/require_python.sh  # every mode reads the checkpoints with torch; a run's summary draws with matplotlib
+if [ "${1:-}" = keep ] || [ "${1:-}" = plan ]; then require_python torch; else require_python "torch, matplotlib"; fi
 EXTRA=${EXTRA:-}
 KEEP=${KEEP:-$OUT/kept}
 # torch's threads shared out. On 2 cores (3s5z), two runs of 2 threads each did 0.29x the updates per second of one

@@ -81,9 +81,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-2}
-if [ "${1:-}" != plan ] && ! "$PYTHON" -c "import matplotlib" 2>/dev/null; then  # the figures come after hours of runs
-  echo "error: PYTHON ($PYTHON) lacks this repo's requirements (matplotlib): activate its .venv or set PYTHON" >&2 && exit 2
-fi
+. benchmark/require_python.sh
+[ "${1:-}" = plan ] || require_python matplotlib  # the figures come after hours of runs
 ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl"  # the cases of setting()
 . benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}

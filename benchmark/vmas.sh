@@ -18,10 +18,7 @@ cd "$(dirname "$0")/.."
 export TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-3000000}
 if [ "${1:-}" = benchmarl ]; then
   out=benchmark/results/vmas_benchmarl python=${BENCHMARL_PYTHON:-/work/benchmarl-venv/bin/python} failed=0
-  if ! ${PYTHON:-python} -c "import matplotlib" 2>/dev/null; then  # the figure comes after hours of runs
-    echo "error: PYTHON (${PYTHON:-python}) lacks this repo's requirements (matplotlib): activate its .venv or set PYTHON" >&2
-    exit 2
-  fi
+  . benchmark/require_python.sh && require_python matplotlib  # the figure comes after hours of runs
   mkdir -p "$out/kept"
   for task in ${TASKS:-navigation balance}; do
     for algorithm in ${ALGORITHMS:-mappo ippo}; do

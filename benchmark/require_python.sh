@@ -1,0 +1,8 @@
+# Sourced by the launchers (mappo.sh, smax_hard_10m.sh, vmas.sh): a PYTHON outside the repo's venv fails only hours
+# later (the figures) or misreads every checkpoint as unreadable, so each launcher checks it before anything runs:
+#   require_python MODULES   # e.g. "torch, matplotlib": exits 2, saying what to do, when PYTHON cannot import them
+require_python() {
+  local python=${PYTHON:-python}
+  "$python" -c "import $1" 2>/dev/null && return
+  echo "error: PYTHON ($python) lacks this repo's requirements ($1): activate its .venv or set PYTHON" >&2 && exit 2
+}
