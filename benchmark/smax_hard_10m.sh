@@ -66,9 +66,10 @@
 # published numbers were run on an earlier SMAX, so this reads its config on today's (issue 50, item 4). SMAX_WHEEL=DIR:
 # the same runs stepping the SMAX of another jaxmarl release, DIR its wheel unzipped (jaxmarl_baseline.py --smax-wheel;
 # 0.0.2 is the release Mava's SMAX runs installed), into a folder named by it: smax_hard_10m[_mava]_smax002_jaxmarl.
-# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: every setting), WORKERS (2), TOTAL_TIMESTEPS
-# (10000000), PYTHON (default: python on PATH, which must be the repo's venv's; checked before any run);
-# jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the checkout's SMAX).
+# Variables: SEEDS (default 1 2 3), SETTINGS (default "paper table2"; keep: every setting), MAPS (default: each setting's
+# maps; else only those of them named), WORKERS (2), TOTAL_TIMESTEPS (10000000), PYTHON (default: python on PATH, which
+# must be the repo's venv's; checked before any run); jaxmarl: MAPS, JAXMARL_VALUES (own), SMAX_WHEEL (none: the
+# checkout's SMAX).
 #   bash benchmark/smax_hard_10m.sh mava   # Mava's own recurrent MAPPO (benchmark/mava/mava_baseline.py: rec_mappo.py of
 #                                          # its SMAX sweep, 82583ba, its config), same maps, seeds 0 1 2 (its sweep's)
 # mava: MAVA_DIR and MAVA_PYTHON name the checkout and its venv (see benchmark/mava/mava_baseline.py), MAPS and SEEDS pick
@@ -84,6 +85,10 @@ WORKERS=${WORKERS:-2}
 . benchmark/require_python.sh
 [ "${1:-}" = plan ] || require_python matplotlib  # the figures come after hours of runs
 ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl"  # the cases of setting()
+HARD_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m 27m_vs_30m"
+for map in ${MAPS:-}; do  # a misspelt map would otherwise select nothing, silently
+  [[ " $HARD_MAPS " == *" $map "* ]] || { echo "MAPS: '$map' is not a hard map (one of: $HARD_MAPS)" >&2 && exit 2; }
+done
 . benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
@@ -137,6 +142,8 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl $mava_choices" ;;  # all obs to the critic
     *) echo "unknown setting $1 (one of: $ALL_SETTINGS)" >&2 && exit 2 ;;
   esac
+  [ -z "${MAPS:-}" ] || ENV_IDS=$(for map in $ENV_IDS; do [[ " $MAPS " != *" $map "* ]] || echo "$map"; done)
+  [ -n "$ENV_IDS" ] || return 0  # MAPS names none of this setting's maps
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
 }
 

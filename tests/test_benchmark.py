@@ -919,6 +919,35 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
     assert plan.returncode == 0 and "mappo_rnn.py" in plan.stdout, plan.stderr
 
 
+def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
+    """MAPS narrows each setting of ours to the maps of its own that MAPS names (a setting with none of them runs
+    nothing); a map that is not a hard map stops every mode before any run (exit 2): a typo would select nothing"""
+    repo = benchmark_copy(tmp_path)
+    calls = tmp_path / "calls"
+    fake = stand_in(tmp_path / "python", f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]))\n")
+
+    def plan(maps, settings="paper ent0 epochs5", mode="plan"):
+        env = dict(os.environ, PYTHON=sys.executable, SEEDS="1", SETTINGS=settings, MAPS=maps)
+        env |= dict(JAXMARL_PYTHON=str(fake), MAVA_PYTHON=str(fake))  # the baselines' runs, were any to start
+        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), mode]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+    def runs(done):  # (folder, map) of each planned run
+        assert done.returncode == 0, done.stderr
+        return [(re.search(r"results/(\w+) ", line)[1], re.search(r"--env-id (\S+)", line)[1])
+                for line in done.stdout.splitlines()]  # fmt: skip
+
+    everything = runs(plan(""))
+    assert len(everything) == 3 + 3 + 1 and ("smax_hard_10m_epochs5", "10m_vs_11m") in everything
+    assert runs(plan("3s5z_vs_3s6z")) == [("smax_hard_10m_paper", "3s5z_vs_3s6z"), ("smax_hard_10m_ent0", "3s5z_vs_3s6z")]
+    assert runs(plan("5m_vs_6m 10m_vs_11m")) == [r for r in everything if r[1] != "3s5z_vs_3s6z"]
+    assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
+    for mode in ("plan", "keep", "jaxmarl", "mava"):
+        typo = plan("5m_vs_6m 3s5z", mode=mode)
+        assert typo.returncode == 2 and "MAPS: '3s5z' is not a hard map" in typo.stderr, (mode, typo.stderr)
+        assert typo.stdout == "" and not calls.exists()
+
+
 def test_launchers_refuse_a_python_without_the_repos_requirements(tmp_path):
     """mappo.sh (so every launcher of our runs) and vmas.sh's BenchMARL mode stop before any run when PYTHON lacks
     matplotlib, and mappo.sh's keep, which reads checkpoints, when it lacks torch (exit 2, saying what to do): a python
