@@ -942,6 +942,7 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("3s5z_vs_3s6z")) == [("smax_hard_10m_paper", "3s5z_vs_3s6z"), ("smax_hard_10m_ent0", "3s5z_vs_3s6z")]
     assert runs(plan("5m_vs_6m 10m_vs_11m")) == [r for r in everything if r[1] != "3s5z_vs_3s6z"]
     assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
+    assert runs(plan("27m_vs_30m")) == [("smax_hard_10m_paper", "27m_vs_30m")]  # the paper setting's, named only
     for mode in ("plan", "keep", "jaxmarl", "mava"):
         typo = plan("5m_vs_6m 3s5z", mode=mode)
         assert typo.returncode == 2 and "MAPS: '3s5z' is not a hard map" in typo.stderr, (mode, typo.stderr)
