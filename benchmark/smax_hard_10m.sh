@@ -2,7 +2,8 @@
 # mappo_rnn.py on the hard SMAX maps at 10M env steps, 3 seeds, in two settings, each in its own results folder:
 #   paper:  the MAPPO paper's Table 12 settings (mappo_rnn.py's SMAC_MAP_PRESETS: 10 epochs on 5m_vs_6m and
 #           10m_vs_11m, 5 on 3s5z_vs_3s6z and 27m_vs_30m; 8 envs x 400 steps) -> benchmark/results/smax_hard_10m_paper;
-#           27m_vs_30m only when MAPS names it (~12 h a run on 2 cores: a lent device's 16 run several seeds at once)
+#           27m_vs_30m only when MAPS names it (keep keeps its runs in any case): ~20 h a run here, two at once with
+#           evaluation, so it goes on across many sessions
 #   table2: Async MAPPO's Table 2 batch and sample reuse on its maps (5m_vs_6m, 3s5z_vs_3s6z: 7.5x the batch, i.e.
 #           60 envs x 400 steps, and 10 epochs), trained serially: mappo_async_seed.py --recurrent at
 #           --max-policy-lag 0 logs the same numbers as mappo_rnn.py with the same flags (tests/test_golden.py), so
@@ -87,7 +88,7 @@ WORKERS=${WORKERS:-2}
 [ "${1:-}" = plan ] || require_python matplotlib  # the figures come after hours of runs
 ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg mavalike mavalikecl"  # the cases of setting()
 HARD_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m 27m_vs_30m"
-RUN_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m"  # by default; 27m_vs_30m (~12 h a run here) only where MAPS names it
+RUN_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m"  # by default; 27m_vs_30m (~20 h a run here) only where MAPS names it
 for map in ${MAPS:-}; do  # a misspelt map would otherwise select nothing, silently
   [[ " $HARD_MAPS " == *" $map "* ]] || { echo "MAPS: '$map' is not a hard map (one of: $HARD_MAPS)" >&2 && exit 2; }
 done
@@ -131,7 +132,8 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
   local mava_choices="--no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
     --no-use-feature-norm --num-layers 1"  # the choices of Mava's rec_mappo.py that flags of ours make, but its critic's
   case $1 in
-    paper) ENV_IDS="$RUN_MAPS${MAPS:+ 27m_vs_30m}" EXTRA="--eval-sampled" ;;  # MAPS=27m_vs_30m: Table 12's 5 epochs
+    paper) ENV_IDS=$RUN_MAPS EXTRA="--eval-sampled"  # 27m_vs_30m (Table 12's 5 epochs) where MAPS names it; keep: always
+      [ -z "${MAPS:-}" ] && [ "$2" != keep ] || ENV_IDS+=" 27m_vs_30m" ;;
     table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
     ent0) ENV_IDS="$RUN_MAPS" EXTRA="--eval-sampled --ent-coef 0" ;;  # ablation: no entropy bonus
     clip005) ENV_IDS="5m_vs_6m" EXTRA="--eval-sampled --clip-coef 0.05" ;;  # ablation: the authors' 5m_vs_6m script

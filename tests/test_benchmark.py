@@ -921,7 +921,8 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
 
 def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     """MAPS narrows each setting of ours to the maps of its own that MAPS names (a setting with none of them runs
-    nothing); a map that is not a hard map stops every mode before any run (exit 2): a typo would select nothing"""
+    nothing; 27m_vs_30m runs only where named, and is kept in any case); a map that is not a hard map stops every mode
+    before any run (exit 2): a typo would select nothing"""
     repo = benchmark_copy(tmp_path)
     calls = tmp_path / "calls"
     fake = stand_in(tmp_path / "python", f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]))\n")
@@ -943,6 +944,12 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("5m_vs_6m 10m_vs_11m")) == [r for r in everything if r[1] != "3s5z_vs_3s6z"]
     assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
     assert runs(plan("27m_vs_30m")) == [("smax_hard_10m_paper", "27m_vs_30m")]  # the paper setting's, named only
+    paper = repo / "benchmark" / "results" / "smax_hard_10m_paper"  # keep keeps a 27m_vs_30m run without MAPS
+    (paper / "runs" / "27m_vs_30m__mappo_rnn__1__7").mkdir(parents=True)
+    checkpoint = dict(args=dict(num_envs=8, num_steps=400), global_step=32000, iteration=10)
+    torch.save(checkpoint, paper / "runs" / "27m_vs_30m__mappo_rnn__1__7" / "mappo_rnn.pt")
+    assert plan("", settings="paper", mode="keep").returncode == 0
+    assert [p.name for p in (paper / "kept").iterdir()] == ["27m_vs_30m__mappo_rnn__1__7.pt"]
     for mode in ("plan", "keep", "jaxmarl", "mava"):
         typo = plan("5m_vs_6m 3s5z", mode=mode)
         assert typo.returncode == 2 and "MAPS: '3s5z' is not a hard map" in typo.stderr, (mode, typo.stderr)
