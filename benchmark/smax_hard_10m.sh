@@ -59,8 +59,9 @@
 #                                            # 1e7 is its 10M budget and schedule), same maps and seeds, one at a time
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl/jaxmarl_baseline.py); MAPS picks
 # maps. Each run saves its actor after every update, then benchmark/jaxmarl/jaxmarl_greedy_eval.py plays 32 greedy and 32
-# sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run is one jitted
-# scan and cannot resume: one cut short starts again, so start it early in a sitting. Finished runs go to
+# sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run saves itself
+# every 10 updates and when stopped (Ctrl-C; jaxmarl_baseline.py --checkpoint, in runs/ as <name>.npz): the same command
+# goes on from there (27m_vs_30m takes longer than a sitting). Finished runs go to
 # benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
 # (commit them) and are skipped; logs: <name>.log there, appended to. JAXMARL_VALUES=mava: the same runs with Mava's SMAX
 # sweep values on JaxMARL's config (jaxmarl_baseline.py --values mava: LR 0.004 constant, 2 epochs x 2 mini-batches,
@@ -99,16 +100,21 @@ jaxmarl() {  # OUT: the results folder, by the values and the SMAX release (jaxm
   local out=$1 values=${JAXMARL_VALUES:-own} wheel=()
   [ -z "${SMAX_WHEEL:-}" ] || wheel=(--smax-wheel "$SMAX_WHEEL")
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
-  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map
+  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map ckpt status
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-1 2 3}; do
     for map in ${MAPS:-$RUN_MAPS}; do
       name=mappo_rnn_smax_${map}_seed$seed log=$out/mappo_rnn_smax_${map}_seed$seed.log
-      if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update
-        rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short
-        if JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
-          --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" --out "$out/runs/$name.json" >>"$log" 2>&1; then
-          gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/"
+      if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update, the run every 10
+        ckpt=$out/runs/$name.npz status=0
+        [ -e "$ckpt" ] || rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short without its checkpoint
+        JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
+          --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" \
+          --checkpoint "$ckpt" --out "$out/runs/$name.json" >>"$log" 2>&1 || status=$?
+        if [ $status = 0 ]; then
+          gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && rm -f "$ckpt"
+        elif [ $status = 3 ]; then  # Ctrl-C or SIGTERM: saved, nothing more runs
+          echo "stopped: $name, saved in $ckpt; the same command goes on from it" >&2 && return 3
         else
           echo "failed: $name, see $log" >&2 && failed=1 && continue
         fi
@@ -188,7 +194,8 @@ case ${1:-} in
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2
-    status=0 && jaxmarl "$out" || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
+    status=0 && jaxmarl "$out" || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || [ $status != 0 ] || status=1
+    exit $status ;;  # 3: a run stopped (saved)
   mava) status=0 && mava || status=$?  # 2: a bad MAVA_ABLATION, nothing ran and nothing is drawn
     [ $status = 2 ] || "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;

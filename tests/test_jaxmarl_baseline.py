@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -302,6 +303,110 @@ def test_several_seeds_need_jax_0_11(tmp_path, capsys):
             assert exit_info.value.code == 2 and "need jax >= 0.11" in capsys.readouterr().err
         else:
             assert runner.parse_args(argv + seeds).seed == [int(s) for s in seeds]
+
+
+TOY_BASELINE = """
+import jax
+import jax.numpy as jnp
+import optax
+
+
+def make_train(config):
+    tx = optax.adam(0.1)
+
+    def train(key):
+        key, init_key = jax.random.split(key)
+        params = {"w": jax.random.normal(init_key, (4, 5))}
+
+        def _update_step(carry, unused):  # the baseline's loop body: the update count last, the PRNG key carried
+            (params, opt_state, key), update_steps = carry
+            key, noise_key = jax.random.split(key)
+            noise = jax.random.normal(noise_key, (4, 5))
+            steps = jax.lax.scan(lambda p, _: ({"w": p["w"] * 0.9}, None), params, None, 3)[0]  # an inner scan runs as is
+            grads = jax.grad(lambda p: jnp.sum(jnp.sin(p["w"] * noise)))(steps)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            metric = {"env_step": update_steps * 100, "returns": params["w"].sum(), "win_rate": noise[0, 0]}
+            jax.experimental.io_callback(lambda m: log(m), None, metric)
+            return ((params, opt_state, key), update_steps + 1), metric
+
+        carry = ((params, tx.init(params), key), 0)
+        final, _ = jax.lax.scan(_update_step, carry, None, config["NUM_UPDATES"])
+        return {"runner_state": final}
+
+    return train
+"""
+
+
+def toy_baseline(log):
+    """A module shaped like mappo_rnn_smax where the runner looks: make_train(config) -> train(key), whose loop is a
+    scan of `_update_step` over NUM_UPDATES with the update count last in its carry, each update logging one row"""
+    module = types.ModuleType("toy_baseline")
+    exec(TOY_BASELINE, module.__dict__)
+    module.log = lambda m: log({k: np.asarray(v) for k, v in m.items()})
+    return module
+
+
+def test_checkpointed_run_stops_and_goes_on_to_the_rows_of_one_run(tmp_path):
+    """--checkpoint: the toy baseline's loop run one update at a time; SIGINT during update 2 stops it after that
+    update (saved, rows kept); the same command goes on from there, and the rows and the final parameters are those
+    of the run in one jitted scan. A checkpoint is refused by a run of another seed."""
+    runner = load_runner()
+    config, seed, updates = {"NUM_UPDATES": 6, "SEED": 1}, 1, 6
+    straight = runner.Recorder(runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--out", str(tmp_path / "a.json")]),
+                               config, seed, updates, 100)  # fmt: skip
+    final = jax.jit(toy_baseline(straight.log).make_train(dict(config)))(jax.random.PRNGKey(seed))["runner_state"]
+    jax.effects_barrier()
+
+    ckpt, out = tmp_path / "run.npz", tmp_path / "b.json"
+    argv = ["--jaxmarl-dir", str(tmp_path), "--out", str(out), "--checkpoint", str(ckpt), "--checkpoint-every", "3"]
+    args = runner.parse_args(argv)
+    first = runner.Recorder(args, config, seed, updates, 100)
+
+    def log_then_stop(row):
+        first.log(row)
+        if int(row["env_step"]) == 100:  # update 1 (0-based): a Ctrl-C while it runs
+            os.kill(os.getpid(), signal.SIGINT)
+
+    resumed = []
+    done = runner.run_in_sittings(args, toy_baseline(log_then_stop), config, seed, None, resumed.append)
+    assert done == 2 and resumed == [] and [r["update"] for r in first.rows] == [0, 1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+
+    second = runner.Recorder(args, config, seed, updates, 100)
+    done = runner.run_in_sittings(args, toy_baseline(second.log), config, seed, None, second.resume)
+    jax.effects_barrier()
+    assert done == updates and second.done.is_set()
+    data = json.loads(out.read_text())
+    assert [r["update"] for r in data["rows"]] == list(range(updates))
+    assert [s["from_update"] for s in data["meta"]["sittings"]] == [0, 2]
+    assert data["rows"][1]["wall_time"] <= data["rows"][2]["wall_time"]  # counts on from the first sitting
+    for a, b in zip(straight.rows, data["rows"]):
+        assert a["episodic_return"] == pytest.approx(b["episodic_return"], rel=1e-6) and a["win_rate"] == b["win_rate"]
+    with np.load(ckpt) as f:  # saved at update 2 (the stop), then 3 and 6 (--checkpoint-every): the final carry
+        assert int(f["update"]) == updates
+        for i, leaf in enumerate(jax.tree.leaves(final)):
+            np.testing.assert_allclose(f[f"leaf_{i:05d}"], np.asarray(leaf), rtol=1e-6)
+
+    other = runner.Recorder(args, dict(config, SEED=2), 2, updates, 100)
+    with pytest.raises(SystemExit, match="not a checkpoint of this run"):
+        runner.run_in_sittings(args, toy_baseline(other.log), dict(config, SEED=2), 2, None, other.resume)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--out", "x.csv"], "--out a .json"),
+        (["--out", "x.json", "--baseline", "ippo_ff_hanabi"], "mappo_rnn_smax"),
+        (["--out", "x.json", "--stop-at-win-rate", "0.8"], "run it in one go"),
+        (["--out", "x.json", "--checkpoint-every", "0"], "at least 1"),
+    ],
+)
+def test_checkpoint_refuses_what_cannot_go_on(tmp_path, argv, message, capsys):
+    runner = load_runner()
+    with pytest.raises(SystemExit) as exit_info:
+        runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--checkpoint", "c.npz", *argv])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
 def device_runs_in(root) -> str:

@@ -88,12 +88,26 @@ What is recorded, one row per update (the baseline logs once per update):
 - step: env steps collected once this row's update is done, logged_env_step + NUM_ENVS * NUM_STEPS; this is the count
   to compare with our scripts' global_step. update: 0-based update index.
 - wall_time: seconds since this runner process started (imports, JIT compilation and the first update are all in
-  the first row's time), taken when the callback runs on the host, i.e. after that update's PPO epochs.
+  the first row's time), taken when the callback runs on the host, i.e. after that update's PPO epochs. A run resumed
+  from --checkpoint counts on from its last kept row: that row's wall_time plus the new process's seconds (its imports
+  and compilation included; the updates trained after the checkpoint and lost with the stop are not counted).
 - the baseline's loss metrics where it logs them (total_loss, actor_loss, value_loss, entropy, ratio, approx_kl,
   clip_frac, ratio_0).
 
 --out: a .json path gets {"config", "meta", "rows"} (rows with the keys above, as in mappo.py's eval_summary.json
 "evals"), rewritten after every row; any other path gets a CSV, one flushed line per row.
+
+--checkpoint PATH (mappo_rnn_smax, one seed, --out a .json): a run that stops and goes on, for a map whose 10M steps do
+not fit one sitting (27m_vs_30m: hours on this CPU, past a lent GPU's 10-minute call). The baseline's loop is one
+jitted lax.scan of its `_update_step` over NUM_UPDATES, which cannot stop midway; here its module gets a view of jax
+whose lax.scan, called on `_update_step`, returns the loop's initial carry (computed by the jitted train, as the
+unchanged run computes it) and hands the step over, and the runner calls that step, jitted, once per update, from
+Python. Every --checkpoint-every updates, and on Ctrl-C or SIGTERM after the update under way, the carry (both train
+states, the envs, hidden states, the PRNG key, the update count) goes to PATH (.npz); the same command later goes on
+from it: the rows before it are kept from --out, the actor snapshots' index likewise. A stop exits with status 3. Same
+algorithm, config and PRNG stream; XLA compiles the step alone instead of inside the scan, so sums could round
+otherwise, but on this CPU they did not: 3m, seed 1, 4 updates, stopped after 3 and gone on, gave the rows and the
+last actor snapshot of the run in one scan, byte for byte (tests/test_jaxmarl_baseline.py: the same on a toy baseline).
 Note: XLA uses every core of the machine; run it alone when timing.
 """
 
@@ -109,6 +123,7 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -213,6 +228,14 @@ def parse_args(argv=None):
     p.add_argument("--stop-at-win-rate", type=float, default=None, help="exit once the logged win rate reaches this")
     p.add_argument("--extra-updates", type=int, default=0, help="rows still recorded after the threshold is reached")
     p.add_argument("--snapshot-dir", default=None, help="save the actor's parameters after every update here")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="PATH",
+        help="mappo_rnn_smax, one seed, --out .json: run the updates one at a time, save the run to PATH (.npz) every\n"
+        "--checkpoint-every updates and on Ctrl-C/SIGTERM (exit status 3), and go on from PATH where it exists",
+    )
+    p.add_argument("--checkpoint-every", type=int, default=10, help="updates between two saves of --checkpoint (10)")
     args = p.parse_args(argv)
     if not args.jaxmarl_dir:
         p.error("--jaxmarl-dir or $JAXMARL_DIR is required")
@@ -226,6 +249,13 @@ def parse_args(argv=None):
         if tuple(int(x) for x in jax_version().split(".")[:2]) < (0, 11):
             why = "with jax 0.10.2 the vmapped baseline hung on its host callbacks"
             p.error(f"several seeds in one program need jax >= 0.11 (this is {jax_version()}: {why}): one seed per process")
+    if args.checkpoint:
+        if args.baseline != "mappo_rnn_smax" or (args.seed and len(args.seed) > 1) or not args.out.endswith(".json"):
+            p.error("--checkpoint: mappo_rnn_smax, one seed, --out a .json (its rows are kept when the run goes on)")
+        if args.stop_at_win_rate is not None:
+            p.error("--checkpoint and --stop-at-win-rate: a threshold run is short, run it in one go")
+        if args.checkpoint_every < 1:
+            p.error(f"--checkpoint-every {args.checkpoint_every}: at least 1")
     if not args.baseline.endswith("_smax"):
         if args.values != "own":
             p.error(f"--values {args.values}: values for mappo_rnn_smax's config, not {args.baseline}'s")
@@ -271,6 +301,7 @@ class Recorder:
             reached=None,
             start_unix_time=T0,
         )
+        self.wall_offset = 0.0  # a resumed run's seconds before this process (resume)
         os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
         self.is_json = self.out.endswith(".json")
         if not self.is_json:
@@ -279,8 +310,24 @@ class Recorder:
             self.csv.writeheader()
             self.csv_file.flush()
 
+    def resume(self, update: int):
+        """--checkpoint: the run goes on from `update`. The rows before it come back from --out (those after it are
+        trained again), its wall time counts on from the last of them, and meta["sittings"] records where each
+        process began."""
+        with open(self.out) as f:
+            before = json.load(f)
+        self.rows = [row for row in before["rows"] if row["update"] < update]
+        if [row["update"] for row in self.rows] != list(range(update)):
+            sys.exit(f"error: {self.out} lacks rows of the {update} updates before the checkpoint: start the run over")
+        self.wall_offset = self.rows[-1]["wall_time"] if self.rows else 0.0
+        sittings = before["meta"].get("sittings", [dict(from_update=0, start_unix_time=before["meta"]["start_unix_time"])])
+        self.meta.update(start_unix_time=before["meta"]["start_unix_time"], sittings=sittings)
+        self.meta["sittings"].append(dict(from_update=update, start_unix_time=T0))
+        if update >= self.num_updates:  # done before this process: no row is coming
+            self.done.set()
+
     def log(self, data, *unused_args, **unused_kwargs):
-        wall = time.time() - T0
+        wall = self.wall_offset + time.time() - T0
         logged = int(data["env_step"])
         row = dict(
             update=logged // self.batch_steps,
@@ -382,17 +429,25 @@ class ActorSnapshots:
 
     def __init__(self, out_dir, steps_per_update, batch_steps, num_actions):
         self.dir, self.steps_per_update, self.batch_steps = out_dir, steps_per_update, batch_steps
-        self.num_actions, self.calls, self.index = num_actions, 0, []
+        self.num_actions, self.calls, self.index, self.wall_offset = num_actions, 0, [], 0.0
         os.makedirs(out_dir, exist_ok=True)
 
     def transform(self):
         return snapshot_transform([self])
 
+    def resume(self, update: int, wall_offset: float):
+        """--checkpoint: keep the index of the snapshots before `update`; the later ones are saved again"""
+        path = os.path.join(self.dir, "index.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                self.index = [row for row in json.load(f) if row["update"] < update]
+        self.wall_offset = wall_offset
+
     def on_step(self, step, params):
         """the parameters optimiser step `step` (0, 1, ...) left; the steps may arrive in any order (see below)"""
         from flax import serialization
 
-        wall = time.time() - T0
+        wall = self.wall_offset + time.time() - T0
         self.calls += 1
         if self.calls == 1:  # the chain this is appended to must be the actor's: its head has one output per action
             head = params["params"][max((k for k in params["params"] if k.startswith("Dense_")), key=lambda k: int(k[6:]))]
@@ -449,6 +504,112 @@ def append_to_actor_chain(baseline, transform):
     baseline.optax = OptaxView()
 
 
+def capture_update_loop(baseline) -> dict:
+    """Replaces the baseline module's `jax` with a view of jax whose lax.scan, called on the baseline's `_update_step`
+    (its training loop), does not run the loop: it returns the loop's initial carry and puts the step function and the
+    loop's length in the dict returned. Every other scan (inside the step) is jax's own."""
+    import jax
+
+    captured = {}
+
+    class LaxView:
+        def __getattr__(self, name):
+            return getattr(jax.lax, name)
+
+        def scan(self, f, init, xs=None, length=None, **kwargs):
+            if getattr(f, "__name__", None) != "_update_step":
+                return jax.lax.scan(f, init, xs, length, **kwargs)
+            if xs is not None or kwargs:
+                raise RuntimeError("the baseline's update loop is not the scan of _update_step over a length: changed?")
+            captured.update(step=f, length=length)
+            return init, None
+
+    class JaxView:
+        lax = LaxView()
+
+        def __getattr__(self, name):
+            return getattr(jax, name)
+
+    baseline.jax = JaxView()
+    return captured
+
+
+def checkpoint_meta(carry, run: dict) -> str:
+    """What a checkpoint must match to go on: the run (config with its seed, baseline, SMAX release) and each leaf of
+    the carry: its path in the tree, shape and dtype"""
+    import jax
+    import numpy as np
+
+    paths = jax.tree_util.tree_flatten_with_path(carry)[0]  # the paths, not the treedef's text (it shows addresses)
+    leaves = [f"{jax.tree_util.keystr(path)} {np.shape(x)} {x.dtype}" for path, x in paths]
+    return json.dumps(dict(run=run, leaves=leaves), sort_keys=True)
+
+
+def save_checkpoint(path: str, carry, update: int, run: dict):
+    """The carry after `update` updates, its leaves as arrays of an .npz, written whole or not at all"""
+    import jax
+    import numpy as np
+
+    leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(carry))}
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, meta=np.array(checkpoint_meta(carry, run)), update=np.array(update), **leaves)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str, fresh, run: dict):
+    """(carry, update) from `path`; `fresh`, the run's initial carry, gives the tree: a checkpoint of another run or
+    of another tree is refused"""
+    import jax
+    import numpy as np
+
+    with np.load(path) as f:
+        if str(f["meta"]) != checkpoint_meta(fresh, run):
+            sys.exit(f"error: {path} is not a checkpoint of this run (config, seed, SMAX release or the baseline's state)")
+        leaves = [f[f"leaf_{i:05d}"] for i in range(len(jax.tree.leaves(fresh)))]
+        return jax.tree.unflatten(jax.tree.structure(fresh), leaves), int(f["update"])
+
+
+def run_in_sittings(args, baseline, config, seed, smax, on_resume) -> int:
+    """--checkpoint: the baseline's training loop, one jitted update at a time, saved every --checkpoint-every updates
+    and on Ctrl-C or SIGTERM (checked after each update). Goes on from --checkpoint where it exists, calling
+    on_resume(update) first. smax: the SMAX release stepped (None: the checkout's). Returns the updates done: the
+    loop's length, or fewer after a stop (saved)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    captured = capture_update_loop(baseline)
+    train = baseline.make_train(copy.deepcopy(config))
+    carry = jax.jit(train)(jax.random.PRNGKey(seed))["runner_state"]  # (runner state, 0): the loop's initial carry
+    run = dict(config=config, baseline=args.baseline, smax=smax)
+    update = 0
+    if os.path.exists(args.checkpoint):
+        carry, update = load_checkpoint(args.checkpoint, carry, run)
+        print(f"going on from {args.checkpoint}: {update} of {captured['length']} updates done", flush=True)
+        on_resume(update)
+    # one type per leaf from here on (the initial update count is weakly typed): the step compiles once
+    carry = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), carry)
+    step = jax.jit(lambda c: captured["step"](c, None)[0])
+    stops = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while update < captured["length"] and not stops:
+            carry = jax.block_until_ready(step(carry))  # one update (a stop waits for it)
+            update += 1
+            if update % args.checkpoint_every == 0 and not stops:
+                jax.effects_barrier()  # its row and snapshot are written first
+                save_checkpoint(args.checkpoint, carry, update, run)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    jax.effects_barrier()
+    if update < captured["length"]:  # stopped
+        save_checkpoint(args.checkpoint, carry, update, run)
+        print(f"stopped after {update} of {captured['length']} updates, saved to {args.checkpoint}: the same command goes on")
+    return update
+
+
 def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -500,6 +661,18 @@ def main(argv=None):
     for rec in recs:
         rec.meta["main_start_wall_time"] = main_start
     print(f"imports and setup done at wall {main_start:.1f}s; tracing, compiling, training")
+    if args.checkpoint:  # one seed, its updates one at a time from Python: a run that can stop and go on
+
+        def on_resume(update):
+            recs[0].resume(update)
+            if args.snapshot_dir:
+                snapshots[0].resume(update, recs[0].wall_offset)
+
+        if run_in_sittings(args, baseline, recs[0].config, seeds[0], smax, on_resume) < num_updates:
+            sys.exit(3)
+        recs[0].done.wait(timeout=600)
+        recs[0].finish()
+        return
     train = baseline.make_train(copy.deepcopy(config))
     if len(seeds) == 1:  # the baseline's main, less wandb
         jax.jit(train)(jax.random.PRNGKey(seeds[0]))
