@@ -546,14 +546,15 @@ def checkpoint_meta(carry, run: dict) -> str:
 
 
 def save_checkpoint(path: str, carry, update: int, run: dict):
-    """The carry after `update` updates, its leaves as arrays of an .npz, written whole or not at all"""
+    """The carry after `update` updates, its leaves as arrays of a compressed .npz (27m_vs_30m: 7 MB, 29 MB
+    uncompressed, mostly the observations), written whole or not at all"""
     import jax
     import numpy as np
 
     leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(carry))}
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
-        np.savez(f, meta=np.array(checkpoint_meta(carry, run)), update=np.array(update), **leaves)
+        np.savez_compressed(f, meta=np.array(checkpoint_meta(carry, run)), update=np.array(update), **leaves)
     os.replace(tmp, path)
 
 
@@ -582,11 +583,12 @@ def run_in_sittings(args, baseline, config, seed, smax, on_resume) -> int:
     captured = capture_update_loop(baseline)
     train = baseline.make_train(copy.deepcopy(config))
     carry = jax.jit(train)(jax.random.PRNGKey(seed))["runner_state"]  # (runner state, 0): the loop's initial carry
+    length = int(captured["length"])  # NUM_UPDATES: a float where TOTAL_TIMESTEPS is (1e7)
     run = dict(config=config, baseline=args.baseline, smax=smax)
     update = 0
     if os.path.exists(args.checkpoint):
         carry, update = load_checkpoint(args.checkpoint, carry, run)
-        print(f"going on from {args.checkpoint}: {update} of {captured['length']} updates done", flush=True)
+        print(f"going on from {args.checkpoint}: {update} of {length} updates done", flush=True)
         on_resume(update)
     # one type per leaf from here on (the initial update count is weakly typed): the step compiles once
     carry = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), carry)
@@ -594,7 +596,7 @@ def run_in_sittings(args, baseline, config, seed, smax, on_resume) -> int:
     stops = []
     previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while update < captured["length"] and not stops:
+        while update < length and not stops:
             carry = jax.block_until_ready(step(carry))  # one update (a stop waits for it)
             update += 1
             if update % args.checkpoint_every == 0 and not stops:
@@ -604,9 +606,9 @@ def run_in_sittings(args, baseline, config, seed, smax, on_resume) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     jax.effects_barrier()
-    if update < captured["length"]:  # stopped
+    if update < length:  # stopped
         save_checkpoint(args.checkpoint, carry, update, run)
-        print(f"stopped after {update} of {captured['length']} updates, saved to {args.checkpoint}: the same command goes on")
+        print(f"stopped after {update} of {length} updates, saved to {args.checkpoint}: the same command goes on")
     return update
 
 
