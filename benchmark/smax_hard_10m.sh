@@ -61,7 +61,10 @@
 # maps. Each run saves its actor after every update, then benchmark/jaxmarl/jaxmarl_greedy_eval.py plays 32 greedy and 32
 # sampled episodes with every 10th actor and each of the last 10 (our protocol, for both metrics). A run saves itself
 # every 10 updates and when stopped (Ctrl-C; jaxmarl_baseline.py --checkpoint, in runs/ as <name>.npz): the same command
-# goes on from there (27m_vs_30m takes longer than a sitting). Finished runs go to
+# goes on from there (27m_vs_30m: ~15 h or more here, 9 GB). Before a session ends, stop it (Ctrl-C), then
+#   bash benchmark/smax_hard_10m.sh jaxmarl-keep   # evaluates its actors so far (they are not kept) and puts its state
+# (checkpoint, rows, evaluations; 27m_vs_30m: ~7 MB) in kept/; commit kept/: the jaxmarl mode goes on from it on any
+# machine (from runs/ where that is as far on) and removes it once the run is evaluated. Finished runs go to
 # benchmark/results/smax_hard_10m_jaxmarl as <name>.json.gz (the run's rows), <name>_greedy.json and <name>_sampled.json
 # (commit them) and are skipped; logs: <name>.log there, appended to. JAXMARL_VALUES=mava: the same runs with Mava's SMAX
 # sweep values on JaxMARL's config (jaxmarl_baseline.py --values mava: LR 0.004 constant, 2 epochs x 2 mini-batches,
@@ -96,40 +99,61 @@ done
 . benchmark/jaxmarl/results_folder.sh  # jaxmarl_results_folder: the jaxmarl mode's folder
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}
 
-jaxmarl() {  # OUT: the results folder, by the values and the SMAX release (jaxmarl_results_folder)
-  local out=$1 values=${JAXMARL_VALUES:-own} wheel=()
+jaxmarl() {  # OUT, WHAT (run or keep): the results folder, by the values and the SMAX release (jaxmarl_results_folder)
+  local out=$1 what=$2 values=${JAXMARL_VALUES:-own} wheel=()
   [ -z "${SMAX_WHEEL:-}" ] || wheel=(--smax-wheel "$SMAX_WHEEL")
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
-  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map ckpt status
+  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map run kept status maps=${MAPS:-$RUN_MAPS}
+  [ "$what" = run ] || maps=${MAPS:-$HARD_MAPS}  # keep: 27m_vs_30m too, so that no sitting is left behind
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-1 2 3}; do
-    for map in ${MAPS:-$RUN_MAPS}; do
-      name=mappo_rnn_smax_${map}_seed$seed log=$out/mappo_rnn_smax_${map}_seed$seed.log
+    for map in $maps; do
+      name=mappo_rnn_smax_${map}_seed$seed log=$out/$name.log run=$out/runs/$name kept=$out/kept/$name
+      if [ "$what" = keep ] && [ ! -e "$out/$name.json.gz" ]; then  # in sittings: evaluated so far, its state kept
+        [ -e "$run.npz" ] || continue
+        jaxmarl_eval greedy && jaxmarl_eval sampled || { failed=1 && continue; }
+        mkdir -p "$out/kept" && cp "$run.npz" "$run.json" "${run}_greedy.json" "${run}_sampled.json" "$out/kept/"
+        echo "kept: $name (commit $out/kept)" >&2 && continue
+      fi  # keep: a finished run is evaluated below, if it is not yet (its snapshots are on this machine only)
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update, the run every 10
-        ckpt=$out/runs/$name.npz status=0
-        [ -e "$ckpt" ] || rm -rf "${out:?}/runs/$name"  # the snapshots of a run cut short without its checkpoint
+        if [ -e "$kept.npz" ] && ! further "$run.npz" "$kept.npz"; then  # the committed sittings are ahead of runs/
+          cp "$kept.npz" "$kept.json" "${kept}_greedy.json" "${kept}_sampled.json" "$out/runs/"
+        fi
+        [ -e "$run.npz" ] || rm -rf "$run" "${run}_greedy.json" "${run}_sampled.json"  # a run cut short: starts again
+        status=0
         JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_baseline.py --jaxmarl-dir "$dir" --baseline mappo_rnn_smax \
-          --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed "$seed" --snapshot-dir "$out/runs/$name" \
-          --checkpoint "$ckpt" --out "$out/runs/$name.json" >>"$log" 2>&1 || status=$?
+          --values "$values" ${wheel[@]+"${wheel[@]}"} --map "$map" --seed "$seed" --snapshot-dir "$run" \
+          --checkpoint "$run.npz" --out "$run.json" >>"$log" 2>&1 || status=$?
         if [ $status = 0 ]; then
-          gzip -9n "$out/runs/$name.json" && mv "$out/runs/$name.json.gz" "$out/" && rm -f "$ckpt"
+          gzip -9nc "$run.json" >"$out/$name.json.gz" && rm -f "$run.npz"
         elif [ $status = 3 ]; then  # Ctrl-C or SIGTERM: saved, nothing more runs
-          echo "stopped: $name, saved in $ckpt; the same command goes on from it" >&2 && return 3
+          echo "stopped: $name, saved in $run.npz; the same command goes on from it (jaxmarl-keep: from kept/)" >&2
+          return 3
         else
           echo "failed: $name, see $log" >&2 && failed=1 && continue
         fi
       fi
-      for mode in greedy sampled; do  # then evaluate its snapshots, where not done yet
+      for mode in greedy sampled; do  # then evaluate its snapshots, where not done yet (into runs/, then beside the run)
         [ ! -e "$out/${name}_$mode.json" ] || continue
-        gunzip -c "$out/$name.json.gz" >"$out/runs/$name.json"
-        JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$out/runs/$name" \
-          --run-json "$out/runs/$name.json" --every 10 --last 10 $([ "$mode" = greedy ] || echo --sample) \
-          --out "$out/${name}_$mode.json" >>"$log" 2>&1 || { echo "failed: $mode evaluation of $name, see $log" >&2; failed=1; }
+        gunzip -c "$out/$name.json.gz" >"$run.json"
+        jaxmarl_eval "$mode" && mv "${run}_$mode.json" "$out/" || failed=1
       done
+      [ ! -e "$out/${name}_greedy.json" ] || [ ! -e "$out/${name}_sampled.json" ] || rm -f "$kept.npz" "$kept.json" "$kept"_*.json
       echo "done: $name" >&2
     done
   done
   return $failed
+}
+
+jaxmarl_eval() {  # greedy or sampled: the caller's run's picked snapshots (every 10th, the last 10) not yet in its evaluation
+  JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$run" \
+    --run-json "$run.json" --every 10 --last 10 $([ "$1" = greedy ] || echo --sample) --out "${run}_$1.json" >>"$log" 2>&1 ||
+    { echo "failed: $1 evaluation of $name, see $log" >&2 && return 1; }
+}
+
+further() {  # A.npz B.npz: checkpoint A exists and is at least as far on as B (jaxmarl_baseline.py --checkpoint)
+  [ -e "$1" ] && "$python" -c "import sys, numpy
+sys.exit(int(numpy.load(sys.argv[1])['update']) < int(numpy.load(sys.argv[2])['update']))" "$1" "$2"
 }
 
 setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
@@ -194,12 +218,15 @@ case ${1:-} in
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2
-    status=0 && jaxmarl "$out" || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || [ $status != 0 ] || status=1
+    status=0 && jaxmarl "$out" run || status=$?; "$PYTHON" benchmark/report/hard_maps_curves.py || [ $status != 0 ] || status=1
     exit $status ;;  # 3: a run stopped (saved)
+  jaxmarl-keep)
+    out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2
+    jaxmarl "$out" keep; exit ;;
   mava) status=0 && mava || status=$?  # 2: a bad MAVA_ABLATION, nothing ran and nothing is drawn
     [ $status = 2 ] || "$PYTHON" benchmark/report/hard_maps_curves.py || status=1; exit $status ;;
   "") ;;
-  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl|mava]" >&2 && exit 2 ;;
+  *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl|jaxmarl-keep|mava]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done

@@ -752,16 +752,15 @@ with open(os.environ["CALLS"], "a") as f:
 if script == "jaxmarl_baseline.py":
     if args["--map"] == os.environ.get("FAIL_MAP"):
         sys.exit("error: only 1 of 610 updates were logged")
-    if os.path.exists(args["--checkpoint"]):  # goes on from it, with the snapshots so far
-        assert os.path.isdir(args["--snapshot-dir"])
+    if os.path.exists(args["--checkpoint"]):  # goes on from it
         with open(os.environ["CALLS"], "a") as f:
             f.write("going on\\n")
     os.makedirs(args["--snapshot-dir"], exist_ok=True)
+    with open(args["--out"], "w") as f:
+        json.dump(dict(config=dict(MAP_NAME=args["--map"]), meta=dict(seed=int(args["--seed"])), rows=[]), f)
     if args["--map"] == os.environ.get("STOP_MAP"):  # Ctrl-C: saved, status 3
         open(args["--checkpoint"], "w").close()
         sys.exit(3)
-    with open(args["--out"], "w") as f:
-        json.dump(dict(config=dict(MAP_NAME=args["--map"]), meta=dict(seed=int(args["--seed"])), rows=[]), f)
 else:  # jaxmarl_greedy_eval.py: the snapshots and the run's rows must be there
     assert os.path.isdir(args["--snapshot-dir"]) and json.load(open(args["--run-json"]))["config"]["MAP_NAME"]
     with open(args["--out"], "w") as f:
@@ -908,17 +907,18 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
 
 def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     """A JaxMARL run stopped with Ctrl-C (jaxmarl_baseline.py saved its checkpoint, status 3) stops the mode there (the
-    next map does not start; status 3) and keeps its snapshots; the same command goes on from the checkpoint, which
-    goes once the run is done. A run cut short without one starts again, its snapshots removed."""
+    next map does not start; status 3) and keeps its snapshots; jaxmarl-keep (27m_vs_30m without MAPS) evaluates them
+    and puts the run's state in kept/; on a machine without runs/ the mode goes on from kept/, evaluates, and removes
+    kept/'s copy once the run is evaluated. A run cut short without its checkpoint starts again, its snapshots gone."""
     repo = benchmark_copy(tmp_path)
     fake = stand_in(tmp_path / "python", FAKE_JAXMARL_SMAX)
     calls = tmp_path / "calls"
 
-    def run(stop_map=""):
+    def run(mode="jaxmarl", stop_map="", maps="27m_vs_30m 10m_vs_11m"):
         calls.write_text("")
         env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), STOP_MAP=stop_map, SEEDS="1", FAIL_MAP="")
-        env.update(MAPS="27m_vs_30m 10m_vs_11m", JAXMARL_VALUES="own", SMAX_WHEEL="")
-        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), "jaxmarl"]
+        env.update(MAPS=maps, JAXMARL_VALUES="own", SMAX_WHEEL="")
+        cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), mode]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
     out = repo / "benchmark/results/smax_hard_10m_jaxmarl"
@@ -927,10 +927,19 @@ def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     assert stopped.returncode == 3 and f"stopped: {name}, saved in" in stopped.stderr, stopped.stderr
     assert calls.read_text().split("\n")[:-1] == ["jaxmarl_baseline.py --values own"]  # 10m_vs_11m did not start
     assert (out / "runs" / f"{name}.npz").exists() and (out / "runs" / name).is_dir()
+    kept = run(mode="jaxmarl-keep", maps="")
+    assert kept.returncode == 0 and f"kept: {name}" in kept.stderr, kept.stderr
+    assert calls.read_text().split("\n")[:-1] == ["jaxmarl_greedy_eval.py"] * 2
+    in_kept = sorted(p.name for p in (out / "kept").iterdir())
+    assert in_kept == sorted(f"{name}{end}" for end in (".npz", ".json", "_greedy.json", "_sampled.json"))
+    shutil.rmtree(out / "runs")  # another machine: the committed kept/ only
     went_on = run()
     assert went_on.returncode == 0, went_on.stderr
-    assert calls.read_text().split("\n")[:3] == ["jaxmarl_baseline.py --values own", "going on", "jaxmarl_greedy_eval.py"]
-    assert (out / f"{name}.json.gz").exists() and not (out / "runs" / f"{name}.npz").exists()
+    assert (
+        calls.read_text().split("\n")[:4] == ["jaxmarl_baseline.py --values own", "going on"] + ["jaxmarl_greedy_eval.py"] * 2
+    )
+    assert (out / f"{name}.json.gz").exists() and (out / f"{name}_greedy.json").exists()
+    assert not (out / "runs" / f"{name}.npz").exists() and not list((out / "kept").iterdir())
     (out / f"{name}.json.gz").unlink()  # a run cut short without its checkpoint: starts again
     (out / "runs" / name / "actor_0000.msgpack").write_text("")
     again = run()

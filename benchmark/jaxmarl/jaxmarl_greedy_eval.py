@@ -13,7 +13,13 @@ Run in the JaxMARL venv (see benchmark/jaxmarl/jaxmarl_baseline.py); the network
         --snapshot-dir DIR --run-json RUN.json --out EVAL.json
 
 --run-json is the runner's --out (its "config" gives the map, env kwargs and network sizes; its "meta" the SMAX
-release, where the run stepped another than the checkout's: --smax-wheel).
+release, where the run stepped another than the checkout's: --smax-wheel, and its number of updates).
+
+--every K and --last N pick snapshots by update: those whose update is a multiple of K, and the run's last N updates.
+Where --out holds an evaluation already (same --episodes, --seed, --sample), only the picked snapshots it lacks are
+evaluated and added: a run in sittings (jaxmarl_baseline.py --checkpoint) is evaluated as its snapshots come, so they
+need not be kept. --out is rewritten after each snapshot; once the run has all its rows, a picked snapshot neither
+here nor in --out is an error.
 """
 
 import argparse
@@ -39,6 +45,11 @@ def parse_args(argv=None):
     if args.episodes < 1 or args.every < 1 or args.last < 0:
         p.error("--episodes and --every must be positive, --last at least 0")
     return args
+
+
+def picked_updates(num_updates: int, every: int, last: int) -> set:
+    """--every and --last: the updates whose snapshots are evaluated, multiples of `every` and the run's last `last`"""
+    return {u for u in range(num_updates) if u % every == 0 or u >= num_updates - last}
 
 
 def make_evaluate(baseline, config, num_episodes, sample=False):
@@ -99,11 +110,22 @@ def main(argv=None):
     import mappo_rnn_smax as baseline
     from flax import serialization
 
-    with open(os.path.join(args.snapshot_dir, "index.json")) as f:
-        snapshots = json.load(f)
-    index = [s for i, s in enumerate(snapshots) if i % args.every == 0 or i >= len(snapshots) - args.last]
+    index_path = os.path.join(args.snapshot_dir, "index.json")
+    snapshots = []  # none yet where a run went on from its checkpoint on another machine
+    if os.path.exists(index_path):
+        with open(index_path) as f:
+            snapshots = json.load(f)
+    wanted = picked_updates(run["meta"]["num_updates"], args.every, args.last)
+    done = {}  # update -> row: an earlier evaluation of this run in --out (a run in sittings: what its snapshots were)
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            before = json.load(f)
+        if [before[k] for k in ("episodes", "seed", "sample")] != [args.episodes, args.seed, args.sample]:
+            sys.exit(f"error: {args.out} holds an evaluation with other --episodes, --seed or --sample")
+        done = {row["update"]: row for row in before["rows"]}
+    index = [s for s in snapshots if s["update"] in wanted and s["update"] not in done]
     evaluate = make_evaluate(baseline, config, args.episodes, args.sample)
-    rows = []
+    rows = list(done.values())
     for snap in index:
         with open(os.path.join(args.snapshot_dir, snap["file"]), "rb") as f:
             params = serialization.msgpack_restore(f.read())
@@ -117,8 +139,16 @@ def main(argv=None):
             f"{rows[-1]['win_rate']:.3f}",
             flush=True,
         )
-    with open(args.out, "w") as f:
-        json.dump(dict(episodes=args.episodes, seed=args.seed, sample=args.sample, rows=rows), f, indent=1)
+        rows.sort(key=lambda row: row["update"])
+        with open(args.out + ".tmp", "w") as f:  # after each snapshot: a stopped evaluation goes on from here
+            json.dump(dict(episodes=args.episodes, seed=args.seed, sample=args.sample, rows=rows), f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+    missing = sorted(wanted - {row["update"] for row in rows})
+    if len(run["rows"]) >= run["meta"]["num_updates"] and missing:  # the run is done: every snapshot wanted must be evaluated
+        sys.exit(f"error: the snapshots of updates {missing} are neither in {index_path} nor evaluated in {args.out}")
+    if not rows:  # nothing to evaluate yet: still an (empty) evaluation, to go on from
+        with open(args.out, "w") as f:
+            json.dump(dict(episodes=args.episodes, seed=args.seed, sample=args.sample, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":
