@@ -33,7 +33,8 @@
 # the snapshots' host callbacks need the CPU platform beside the GPU; cpu to try the kit on this machine), RUN_SECONDS
 # (420) and EVAL_SECONDS (120): a run or evaluation still going then is stopped and does not come back, so that the
 # archive is written within the call's 10 minutes. The image holds jax/jaxlib 0.11.2 with its CUDA plugin, flax, optax,
-# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run cannot resume. On an H200 one run
+# chex, numpy (here: jax 0.10.2). A device call runs at most 10 minutes and a run here does not go on in a later call
+# (smax_hard_10m.sh jaxmarl on this CPU does: jaxmarl-keep). On an H200 one run
 # alone takes 284 s for 10M env steps on 5m_vs_6m (~40 s to its first update, then ~0.36 s per update), 296 s on
 # 3s5z_vs_3s6z, 320 s on 10m_vs_11m, our evaluations within a minute more; separate processes take turns on the GPU
 # (three at once: 0.87-1.07 s per update, past the call's limit); seeds vmapped in one program run, but are not yet
