@@ -393,6 +393,24 @@ def test_checkpointed_run_stops_and_goes_on_to_the_rows_of_one_run(tmp_path):
         runner.run_in_sittings(args, toy_baseline(other.log), dict(config, SEED=2), 2, None, other.resume)
 
 
+def test_going_on_needs_the_rows_before_the_checkpoint(tmp_path):
+    """A checkpoint after 3 updates with --out gone, or holding fewer rows, cannot go on: the run's rows would have a
+    hole. Rows after the checkpoint (trained, then lost with the stop) are dropped: they are trained again."""
+    runner = load_runner()
+    out = tmp_path / "run.json"
+    args = runner.parse_args(["--jaxmarl-dir", str(tmp_path), "--out", str(out), "--checkpoint", str(tmp_path / "c.npz")])
+    with pytest.raises(SystemExit, match="is gone"):
+        runner.Recorder(args, {}, 1, 10, 100).resume(3)
+    rows = [dict(update=u, wall_time=10.0 * (u + 1)) for u in range(5)]
+    out.write_text(json.dumps(dict(meta=dict(start_unix_time=1.0), rows=rows[:2])))
+    with pytest.raises(SystemExit, match="lacks rows"):
+        runner.Recorder(args, {}, 1, 10, 100).resume(3)
+    out.write_text(json.dumps(dict(meta=dict(start_unix_time=1.0), rows=rows)))
+    rec = runner.Recorder(args, {}, 1, 10, 100)
+    rec.resume(3)
+    assert [r["update"] for r in rec.rows] == [0, 1, 2] and rec.wall_offset == 30.0 and not rec.done.is_set()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -314,6 +314,8 @@ class Recorder:
         """--checkpoint: the run goes on from `update`. The rows before it come back from --out (those after it are
         trained again), its wall time counts on from the last of them, and meta["sittings"] records where each
         process began."""
+        if not os.path.exists(self.out):
+            sys.exit(f"error: {self.out} is gone, with the rows of the {update} updates before the checkpoint: start over")
         with open(self.out) as f:
             before = json.load(f)
         self.rows = [row for row in before["rows"] if row["update"] < update]
