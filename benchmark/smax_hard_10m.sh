@@ -103,7 +103,7 @@ jaxmarl() {  # OUT, WHAT (run or keep): the results folder, by the values and th
   local out=$1 what=$2 values=${JAXMARL_VALUES:-own} wheel=()
   [ -z "${SMAX_WHEEL:-}" ] || wheel=(--smax-wheel "$SMAX_WHEEL")
   local python=${JAXMARL_PYTHON:-/work/jaxmarl-venv/bin/python}
-  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map run kept status maps=${MAPS:-$RUN_MAPS}
+  local dir=${JAXMARL_DIR:-/work/jaxmarl-src} failed=0 name log mode seed map run kept status maps=${MAPS:-$RUN_MAPS} files
   [ "$what" = run ] || maps=${MAPS:-$HARD_MAPS}  # keep: 27m_vs_30m too, so that no sitting is left behind
   mkdir -p "$out/runs"
   for seed in ${SEEDS:-1 2 3}; do
@@ -112,12 +112,12 @@ jaxmarl() {  # OUT, WHAT (run or keep): the results folder, by the values and th
       if [ "$what" = keep ] && [ ! -e "$out/$name.json.gz" ]; then  # in sittings: evaluated so far, its state kept
         [ -e "$run.npz" ] || continue
         jaxmarl_eval greedy && jaxmarl_eval sampled || { failed=1 && continue; }
-        mkdir -p "$out/kept" && cp "$run.npz" "$run.json" "${run}_greedy.json" "${run}_sampled.json" "$out/kept/"
+        sitting "$run" && mkdir -p "$out/kept" && cp "${files[@]}" "$out/kept/"
         echo "kept: $name (commit $out/kept)" >&2 && continue
       fi  # keep: a finished run is evaluated below, if it is not yet (its snapshots are on this machine only)
       if [ ! -e "$out/$name.json.gz" ]; then  # train: one run, its actor saved after every update, the run every 10
         if [ -e "$kept.npz" ] && ! further "$run.npz" "$kept.npz"; then  # the committed sittings are ahead of runs/
-          cp "$kept.npz" "$kept.json" "${kept}_greedy.json" "${kept}_sampled.json" "$out/runs/"
+          sitting "$kept" && cp "${files[@]}" "$out/runs/"
         fi
         [ -e "$run.npz" ] || rm -rf "$run" "${run}_greedy.json" "${run}_sampled.json"  # a run cut short: starts again
         status=0
@@ -138,7 +138,7 @@ jaxmarl() {  # OUT, WHAT (run or keep): the results folder, by the values and th
         gunzip -c "$out/$name.json.gz" >"$run.json"
         jaxmarl_eval "$mode" && mv "${run}_$mode.json" "$out/" || failed=1
       done
-      [ ! -e "$out/${name}_greedy.json" ] || [ ! -e "$out/${name}_sampled.json" ] || rm -f "$kept.npz" "$kept.json" "$kept"_*.json
+      [ ! -e "$out/${name}_greedy.json" ] || [ ! -e "$out/${name}_sampled.json" ] || { sitting "$kept" && rm -f "${files[@]}"; }
       echo "done: $name" >&2
     done
   done
@@ -149,6 +149,10 @@ jaxmarl_eval() {  # greedy or sampled: the caller's run's picked snapshots (ever
   JAX_PLATFORMS=cpu "$python" benchmark/jaxmarl/jaxmarl_greedy_eval.py --jaxmarl-dir "$dir" --snapshot-dir "$run" \
     --run-json "$run.json" --every 10 --last 10 $([ "$1" = greedy ] || echo --sample) --out "${run}_$1.json" >>"$log" 2>&1 ||
     { echo "failed: $1 evaluation of $name, see $log" >&2 && return 1; }
+}
+
+sitting() {  # PREFIX (runs/NAME or kept/NAME) -> files: what a run in sittings goes on from (checkpoint, rows, evaluations)
+  files=("$1.npz" "$1.json" "$1_greedy.json" "$1_sampled.json")
 }
 
 further() {  # A.npz B.npz: checkpoint A exists and is at least as far on as B (jaxmarl_baseline.py --checkpoint)
