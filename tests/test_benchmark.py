@@ -745,6 +745,11 @@ def test_hanabi_10m_jaxmarl_mode_skips_finished_runs_and_survives_a_failure(tmp_
 
 
 FAKE_JAXMARL_SMAX = """import json, os, sys
+import numpy
+if sys.argv[1] == "-c":  # python -c CODE ARGS (smax_hard_10m.sh's further): CODE runs as python would run it
+    code, sys.argv = sys.argv[2], ["-c"] + sys.argv[3:]
+    exec(code)
+    sys.exit(0)
 words = [w for w in sys.argv[2:] if w != "--sample"]  # the one flag without a value
 script, args = os.path.basename(sys.argv[1]), dict(zip(words[::2], words[1::2]))
 with open(os.environ["CALLS"], "a") as f:
@@ -754,12 +759,12 @@ if script == "jaxmarl_baseline.py":
         sys.exit("error: only 1 of 610 updates were logged")
     if os.path.exists(args["--checkpoint"]):  # goes on from it
         with open(os.environ["CALLS"], "a") as f:
-            f.write("going on\\n")
+            f.write(f"going on from {numpy.load(args['--checkpoint'])['update']}\\n")
     os.makedirs(args["--snapshot-dir"], exist_ok=True)
     with open(args["--out"], "w") as f:
         json.dump(dict(config=dict(MAP_NAME=args["--map"]), meta=dict(seed=int(args["--seed"])), rows=[]), f)
     if args["--map"] == os.environ.get("STOP_MAP"):  # Ctrl-C: saved, status 3
-        open(args["--checkpoint"], "w").close()
+        numpy.savez(args["--checkpoint"], update=int(os.environ.get("UPDATE", "1")))
         sys.exit(3)
 else:  # jaxmarl_greedy_eval.py: the snapshots and the run's rows must be there
     assert os.path.isdir(args["--snapshot-dir"]) and json.load(open(args["--run-json"]))["config"]["MAP_NAME"]
@@ -908,15 +913,17 @@ def test_smax_hard_jaxmarl_mode_trains_evaluates_and_skips_what_is_done(tmp_path
 def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     """A JaxMARL run stopped with Ctrl-C (jaxmarl_baseline.py saved its checkpoint, status 3) stops the mode there (the
     next map does not start; status 3) and keeps its snapshots; jaxmarl-keep (27m_vs_30m without MAPS) evaluates them
-    and puts the run's state in kept/; on a machine without runs/ the mode goes on from kept/, evaluates, and removes
+    and puts the run's state in kept/; the mode goes on from runs/ where it is as far on as kept/, else from kept/ (a
+    later sitting committed elsewhere); on a machine without runs/ it goes on from kept/, evaluates, and removes
     kept/'s copy once the run is evaluated. A run cut short without its checkpoint starts again, its snapshots gone."""
     repo = benchmark_copy(tmp_path)
     fake = stand_in(tmp_path / "python", FAKE_JAXMARL_SMAX)
     calls = tmp_path / "calls"
 
-    def run(mode="jaxmarl", stop_map="", maps="27m_vs_30m 10m_vs_11m"):
+    def run(mode="jaxmarl", stop_map="", maps="27m_vs_30m 10m_vs_11m", update=1):  # a stop saves UPDATE
         calls.write_text("")
         env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), STOP_MAP=stop_map, SEEDS="1", FAIL_MAP="")
+        env["UPDATE"] = str(update)
         env.update(MAPS=maps, JAXMARL_VALUES="own", SMAX_WHEEL="")
         cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), mode]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
@@ -932,11 +939,19 @@ def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     assert calls.read_text().split("\n")[:-1] == ["jaxmarl_greedy_eval.py"] * 2
     in_kept = sorted(p.name for p in (out / "kept").iterdir())
     assert in_kept == sorted(f"{name}{end}" for end in (".npz", ".json", "_greedy.json", "_sampled.json"))
+    for update, goes_on_from in ((2, 1), (3, 2)):  # runs/ as far on as kept/ (update 1), then further on: from runs/
+        assert run(stop_map="27m_vs_30m", update=update).returncode == 3
+        assert calls.read_text().split("\n")[1] == f"going on from {goes_on_from}"
+    np.savez(out / "kept" / f"{name}.npz", update=5)  # kept/ further on than runs/ (3): from kept/, its evaluations too
+    (out / "kept" / f"{name}_greedy.json").write_text('{"sample": false, "rows": [], "sitting": "kept"}')
+    assert run(stop_map="27m_vs_30m", update=6).returncode == 3 and calls.read_text().split("\n")[1] == "going on from 5"
+    assert (out / "runs" / f"{name}_greedy.json").read_bytes() == (out / "kept" / f"{name}_greedy.json").read_bytes()
+    np.savez(out / "kept" / f"{name}.npz", update=7)
     shutil.rmtree(out / "runs")  # another machine: the committed kept/ only
     went_on = run()
     assert went_on.returncode == 0, went_on.stderr
     assert (
-        calls.read_text().split("\n")[:4] == ["jaxmarl_baseline.py --values own", "going on"] + ["jaxmarl_greedy_eval.py"] * 2
+        calls.read_text().split("\n")[:4] == ["jaxmarl_baseline.py --values own", "going on from 7"] + ["jaxmarl_greedy_eval.py"] * 2
     )
     assert (out / f"{name}.json.gz").exists() and (out / f"{name}_greedy.json").exists()
     assert not (out / "runs" / f"{name}.npz").exists() and not list((out / "kept").iterdir())
