@@ -951,7 +951,8 @@ def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     went_on = run()
     assert went_on.returncode == 0, went_on.stderr
     assert (
-        calls.read_text().split("\n")[:4] == ["jaxmarl_baseline.py --values own", "going on from 7"] + ["jaxmarl_greedy_eval.py"] * 2
+        calls.read_text().split("\n")[:4]
+        == ["jaxmarl_baseline.py --values own", "going on from 7"] + ["jaxmarl_greedy_eval.py"] * 2
     )
     assert (out / f"{name}.json.gz").exists() and (out / f"{name}_greedy.json").exists()
     assert not (out / "runs" / f"{name}.npz").exists() and not list((out / "kept").iterdir())
