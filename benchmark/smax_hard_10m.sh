@@ -139,7 +139,7 @@ jaxmarl() {  # OUT, WHAT (run or keep): the results folder, by the values and th
         jaxmarl_eval "$mode" && mv "${run}_$mode.json" "$out/" || failed=1
       done
       [ ! -e "$out/${name}_greedy.json" ] || [ ! -e "$out/${name}_sampled.json" ] || { sitting "$kept" && rm -f "${files[@]}"; }
-      [ "$what" = keep ] || echo "done: $name" >&2  # keep: only what it kept or evaluated
+      [ "$what" = keep ] || echo "done: $name" >&2  # keep names only the runs it kept
     done
   done
   return $failed

@@ -923,8 +923,7 @@ def test_smax_hard_jaxmarl_mode_stops_and_goes_on_from_the_checkpoint(tmp_path):
     def run(mode="jaxmarl", stop_map="", maps="27m_vs_30m 10m_vs_11m", update=1):  # a stop saves UPDATE
         calls.write_text("")
         env = dict(os.environ, JAXMARL_PYTHON=str(fake), CALLS=str(calls), STOP_MAP=stop_map, SEEDS="1", FAIL_MAP="")
-        env["UPDATE"] = str(update)
-        env.update(MAPS=maps, JAXMARL_VALUES="own", SMAX_WHEEL="")
+        env.update(MAPS=maps, JAXMARL_VALUES="own", SMAX_WHEEL="", UPDATE=str(update))
         cmd = ["bash", str(repo / "benchmark" / "smax_hard_10m.sh"), mode]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
