@@ -625,9 +625,9 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     assert [update_readme.duration(s) for s in (284, 3599, 3600, 12 * 3600)] == ["4.7 min", "60 min", "1.0 h", "12.0 h"]
 
 
-def test_hard_map_table_reports_a_map_not_run_with_its_measured_cost(results, tmp_path, monkeypatch):
-    """A hard map measured by benchmark/measure/hard_map_sps.py with no paper-setting runs of ours (27m_vs_30m, for the
-    lack of a GPU machine) gets a row that says so, with its SPS and the hours of a 10M run at two significant digits,
+def test_hard_map_table_reports_a_map_not_finished_with_its_measured_cost(results, tmp_path, monkeypatch):
+    """A hard map measured by benchmark/measure/hard_map_sps.py with no finished paper-setting run of ours (27m_vs_30m
+    while it runs in sittings) gets a row that says so, with its SPS and the hours of a 10M run at two significant digits,
     then Mava's row; a map with runs gets none, and the easy-map table never shows it."""
     import update_readme
 
@@ -644,10 +644,10 @@ def test_hard_map_table_reports_a_map_not_run_with_its_measured_cost(results, tm
     (tmp_path / "hard_map_sps.json").write_text(json.dumps(measured))
     table = update_readme.smax_10m("smax_hard_10m_paper").splitlines()
     rows = [line.split(" | ") for line in table if line.startswith("| 27m_vs_30m |")]
-    assert rows[0][1:8] == ["mappo_rnn.py, paper (Table 12)", "jaxmarl 0.2.0", "-", "not run", "-", "-", "-"]
+    assert rows[0][1:8] == ["mappo_rnn.py, paper (Table 12)", "jaxmarl 0.2.0", "-", "not finished", "-", "-", "-"]
     assert rows[0][8] == "~13 h at 210 env steps/s, evaluation off (2-core CPU (x86_64), alone) |"  # 13.02 h
     assert len(rows) == 2 and rows[1][1] == "Mava rec-MAPPO (published plot)" and rows[1][6] == "~79"
-    assert not any("not run" in line for line in table if line.startswith("| 2s3z |"))  # it has runs
+    assert not any("not finished" in line for line in table if line.startswith("| 2s3z |"))  # it has runs
     assert "27m_vs_30m" not in update_readme.smax_10m("smax_10m_mappo")
 
 

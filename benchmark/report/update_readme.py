@@ -302,7 +302,7 @@ def smax_10m(*folders: str) -> str:
             r = not_run[env]
             sps, hours = (float(f"{x:.2g}") for x in (r["sps"], r["hours_per_10m"]))
             out.append(
-                f"| {env} | {r['script']}, {r['setting']} | {SMAX_VERSION} | - | not run | - | - | - | ~{hours:g} h at "
+                f"| {env} | {r['script']}, {r['setting']} | {SMAX_VERSION} | - | not finished | - | - | - | ~{hours:g} h at "
                 f"{sps:,.0f} env steps/s, evaluation off ({r['machine']}, alone) |"
             )
         for folder, r in ours.get(env, []):
