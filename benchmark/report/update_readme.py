@@ -296,10 +296,10 @@ def smax_10m(*folders: str) -> str:
     if "smax_hard_10m_paper" in folders and os.path.exists(os.path.join(RESULTS, "hard_map_sps.json")):
         measured = load("hard_map_sps.json")
     paper_maps = {env for env, rs in ours.items() if any(folder == "smax_hard_10m_paper" for folder, _ in rs)}
-    not_run = {r["env_id"]: r for r in measured if r["env_id"] not in paper_maps}
-    for env in sorted({*ours, *not_run}):
-        if env in not_run:  # what a run would cost: one timing, two significant digits
-            r = not_run[env]
+    unfinished = {r["env_id"]: r for r in measured if r["env_id"] not in paper_maps}
+    for env in sorted({*ours, *unfinished}):
+        if env in unfinished:  # what a run would cost: one timing, two significant digits
+            r = unfinished[env]
             sps, hours = (float(f"{x:.2g}") for x in (r["sps"], r["hours_per_10m"]))
             out.append(
                 f"| {env} | {r['script']}, {r['setting']} | {SMAX_VERSION} | - | not finished | - | - | - | ~{hours:g} h at "
