@@ -120,6 +120,7 @@ def test_rows_of_a_hanabi_baseline(tmp_path):
     assert [r["episodic_return"] for r in data["rows"]] == [1.5, 2.0]
     assert all(np.isnan(r["win_rate"]) for r in data["rows"])
     assert data["rows"][0]["actor_loss"] == -0.25 and "actor_loss" not in data["rows"][1]
+    assert [line.startswith('{"update": ') for line in out.read_text().splitlines()].count(True) == 2  # a row a line
 
 
 def test_rows_of_the_smax_baseline_stop_at_the_threshold(tmp_path, monkeypatch):

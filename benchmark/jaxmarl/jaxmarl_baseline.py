@@ -366,8 +366,11 @@ class Recorder:
     def write(self, row):
         if self.is_json:
             tmp = self.out + ".tmp"
+            # One row a line: the file is rewritten after every update, and a committed run's diff stays a line an update.
+            head = json.dumps(dict(config=self.config, meta=self.meta), indent=1)[: -len("\n}")]
+            rows = ",\n".join(json.dumps(r) for r in self.rows)
             with open(tmp, "w") as f:
-                json.dump(dict(config=self.config, meta=self.meta, rows=self.rows), f, indent=1)
+                f.write(f'{head},\n "rows": [\n{rows}\n ]\n}}\n')
             os.replace(tmp, self.out)
         else:
             self.csv.writerow(row)
