@@ -1006,7 +1006,8 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("3s5z_vs_3s6z")) == [("smax_hard_10m_paper", "3s5z_vs_3s6z"), ("smax_hard_10m_ent0", "3s5z_vs_3s6z")]
     assert runs(plan("5m_vs_6m 10m_vs_11m")) == [r for r in everything if r[1] != "3s5z_vs_3s6z"]
     assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
-    assert runs(plan("27m_vs_30m")) == [("smax_hard_10m_paper", "27m_vs_30m")]  # the paper setting's, named only
+    named = [("smax_hard_10m_paper", "27m_vs_30m"), ("smax_hard_10m_ent0", "27m_vs_30m")]  # paper's and ent0's, named only
+    assert runs(plan("27m_vs_30m")) == named and runs(plan("27m_vs_30m", settings="ent0")) == named[1:]
     paper = repo / "benchmark" / "results" / "smax_hard_10m_paper"  # keep keeps a 27m_vs_30m run without MAPS
     (paper / "runs" / "27m_vs_30m__mappo_rnn__1__7").mkdir(parents=True)
     checkpoint = dict(args=dict(num_envs=8, num_steps=400), global_step=32000, iteration=10)
