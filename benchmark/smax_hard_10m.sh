@@ -166,12 +166,12 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"  # Mava's SMAX sweep values
   local mava_choices="--no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
     --no-use-feature-norm --num-layers 1"  # the choices of Mava's rec_mappo.py that flags of ours make, but its critic's
+  local with_27m=$RUN_MAPS  # paper's and ent0's maps: 27m_vs_30m (Table 12's 5 epochs) where MAPS names it; keep: always
+  [ -z "${MAPS:-}" ] && [ "$2" != keep ] || with_27m+=" 27m_vs_30m"
   case $1 in
-    paper) ENV_IDS=$RUN_MAPS EXTRA="--eval-sampled"  # 27m_vs_30m (Table 12's 5 epochs) where MAPS names it; keep: always
-      [ -z "${MAPS:-}" ] && [ "$2" != keep ] || ENV_IDS+=" 27m_vs_30m" ;;
+    paper) ENV_IDS=$with_27m EXTRA="--eval-sampled" ;;
     table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
-    ent0) ENV_IDS="$RUN_MAPS" EXTRA="--eval-sampled --ent-coef 0"  # ablation: no entropy bonus; 27m_vs_30m as paper
-      [ -z "${MAPS:-}" ] && [ "$2" != keep ] || ENV_IDS+=" 27m_vs_30m" ;;
+    ent0) ENV_IDS=$with_27m EXTRA="--eval-sampled --ent-coef 0" ;;  # ablation: no entropy bonus
     clip005) ENV_IDS="5m_vs_6m" EXTRA="--eval-sampled --clip-coef 0.05" ;;  # ablation: the authors' 5m_vs_6m script
     epochs5) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --update-epochs 5" ;;  # ablation: less sample reuse
     jaxcfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 2e-3
