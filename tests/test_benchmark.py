@@ -1146,6 +1146,35 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert {style for _, style in styles.values()} == {"-", "--", "-."}
 
 
+def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_path):
+    """hard_maps_curves.py: a run of ours that goes on in sittings (27m_vs_30m) is a dotted line of its own, from the
+    evaluations its kept checkpoint holds (older checkpoints: no sampled columns); a finished one is not drawn twice"""
+    import hard_maps_curves
+
+    kept = tmp_path / "smax_hard_10m_paper" / "kept"
+    kept.mkdir(parents=True)
+    nan = float("nan")
+    evals = [[3200.0 * (i + 1), 0.1 * i, 0.0, 1.0, 0.2, 0.3 if i % 2 else nan, 0.0] for i in range(12)]
+    args = dict(total_timesteps=10_000_000, env_id="27m_vs_30m", seed=1)
+    torch.save(dict(args=args, global_step=38400, evals=evals), kept / "27m_vs_30m__mappo_rnn__1__0.pt")
+    older = [e[:5] for e in evals[:3]]
+    torch.save(dict(args={**args, "seed": 2}, global_step=9600, evals=older), kept / "27m_vs_30m__mappo_rnn__2__0.pt")
+    done = dict(args={**args, "seed": 3, "total_timesteps": 38400}, global_step=38400, evals=evals)
+    torch.save(done, kept / "27m_vs_30m__mappo_rnn__3__0.pt")
+    sides = hard_maps_curves.ours_unfinished(str(tmp_path))
+    seed1, seed2 = "mappo_rnn.py, paper, seed 1, not finished: 0.0M", "mappo_rnn.py, paper, seed 2, not finished: 0.0M"
+    assert sorted(sides) == [seed1, seed2]
+    [(x, y)] = sides[seed1]["27m_vs_30m"]["greedy eval"]
+    assert x.tolist() == [3200.0 * (i + 1) for i in range(12)] and y[-1] == pytest.approx(
+        np.mean([0.1 * i for i in range(2, 12)])
+    )
+    [(x, y)] = sides[seed1]["27m_vs_30m"]["sampled eval"]
+    assert len(x) == 6 and y.tolist() == pytest.approx([0.3] * 6)  # the evaluations without sampled episodes left out
+    assert sorted(sides[seed2]["27m_vs_30m"]) == ["greedy eval", "training episodes"]
+    hard_maps_curves.main(["--results", str(tmp_path)])
+    assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
+
+
 def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2", set_=()):
     """a run of benchmark/mava/mava_baseline.py: one row per evaluation (every 10 updates of 16,384 env steps)"""
     folder.mkdir(parents=True, exist_ok=True)

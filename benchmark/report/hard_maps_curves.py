@@ -4,14 +4,16 @@ benchmark/smax_hard_10m.sh: the mean over seeds of each seed's curve, smoothed o
 mappo_rnn_smax run by us, with its own config and with Mava's SMAX values (its logged training win rate, smoothed over
 10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds), and
 Mava's own rec_mappo run by us (its evaluations, every 10th update; the mean over seeds). Ours are solid lines,
-JaxMARL's dashed, Mava's dash-dot; each map's legend stands beside its row.
+JaxMARL's dashed, Mava's dash-dot; each map's legend stands beside its row. A run of ours that goes on in sittings
+(27m_vs_30m) is drawn dotted, one line per seed, from the checkpoint its folder's kept/ holds.
 
     python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
 
-Reads what the README's hard-map table reads; a folder or map with no finished run is left out.
+Reads what the README's hard-map table reads, and those checkpoints; a folder or map with no run is left out.
 """
 
 import argparse
+import glob
 import gzip
 import json
 import os
@@ -73,6 +75,27 @@ def ours(results: str) -> dict:
     return out
 
 
+def ours_unfinished(results: str) -> dict:
+    """Our runs that go on in sittings (27m_vs_30m), from the checkpoints committed in each settings folder's kept/:
+    label (setting, seed and how far it is) -> map -> score -> [(steps, win rates)], one run per label"""
+    import torch
+
+    out = {}
+    for folder, setting in OURS.items():
+        for path in sorted(glob.glob(os.path.join(results, folder, "kept", "*.pt"))):
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            if ckpt["global_step"] >= ckpt["args"]["total_timesteps"]:  # finished: in ours(), from its summary
+                continue
+            # (evaluations, 7): step, greedy win rate, return, wall time, training win rate, sampled win rate, return
+            evals = np.array([list(e) + [np.nan] * (7 - len(e)) for e in ckpt["evals"]]).reshape(-1, 7)  # older: 5
+            label = f"mappo_rnn.py, {setting}, seed {ckpt['args']['seed']}, not finished: {ckpt['global_step'] / 1e6:.1f}M"
+            for score, column in {"greedy eval": 1, "sampled eval": 5, "training episodes": 4}.items():
+                x, y = evals[~np.isnan(evals[:, column])][:, [0, column]].T  # NaN: not logged (no --eval-sampled)
+                if len(x):
+                    out.setdefault(label, {}).setdefault(ckpt["args"]["env_id"], {})[score] = [(x, smooth(y))]
+    return out
+
+
 def jaxmarl(results: str) -> dict:
     """The same for JaxMARL's runs (benchmark/smax_hard_10m.sh jaxmarl, or benchmark/jaxmarl/device_runs.sh)"""
     sides = {label: jaxmarl_folder(os.path.join(results, folder)) for folder, label in JAXMARL_FOLDERS.items()}
@@ -117,7 +140,7 @@ def mava(results: str) -> dict:
     return sides
 
 
-STYLES = {"ours": "-", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
+STYLES = {"ours": "-", "ours, not finished": ":", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
 
 
 def line_styles(groups: dict) -> dict:
@@ -147,7 +170,10 @@ def plot(groups: dict, path: str):
                 if not curves:
                     continue
                 colour, style = styles[label]
-                plot_mean(ax, curves, colour, f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})", style, alpha=0.15)
+                seeds = (
+                    "" if label in groups.get("ours, not finished", {}) else f" ({len(curves)} seed{'s' * (len(curves) > 1)})"
+                )
+                plot_mean(ax, curves, colour, label + seeds, style, alpha=0.15)
             ax.set_title(f"{env_id}: {score}", fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("env steps")
@@ -157,6 +183,7 @@ def plot(groups: dict, path: str):
                 labelled.setdefault(label, line)
         row[-1].legend(labelled.values(), labelled, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     smoothed = "ours, and JaxMARL's training episodes: running mean over 10 points; the rest as evaluated"
+    smoothed += "; dotted: a run of ours not finished" if groups.get("ours, not finished") else ""
     fig.suptitle(f"win rate, mean over seeds; {smoothed}; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90, bbox_inches="tight")  # the canvas grows to hold the legends beside the rows
@@ -167,7 +194,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", default=RESULTS)
     opts = parser.parse_args(argv)
-    groups = {"ours": ours(opts.results), "JaxMARL": jaxmarl(opts.results), "Mava": mava(opts.results)}
+    groups = {"ours": ours(opts.results), "ours, not finished": ours_unfinished(opts.results)}
+    groups.update({"JaxMARL": jaxmarl(opts.results), "Mava": mava(opts.results)})
     if not any(groups.values()):
         sys.exit("error: no finished hard-map run: bash benchmark/smax_hard_10m.sh")
     out = os.path.join(opts.results, "smax_hard_10m_compare")
