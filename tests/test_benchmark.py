@@ -1155,11 +1155,11 @@ def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_p
     kept.mkdir(parents=True)
     nan = float("nan")
     evals = [[3200.0 * (i + 1), 0.1 * i, 0.0, 1.0, 0.2, 0.3 if i % 2 else nan, 0.0] for i in range(12)]
-    args = dict(total_timesteps=10_000_000, env_id="27m_vs_30m", seed=1)
+    args = dict(total_timesteps=10_000_000, env_id="27m_vs_30m", seed=1, num_envs=8, num_steps=400)
     torch.save(dict(args=args, global_step=38400, evals=evals), kept / "27m_vs_30m__mappo_rnn__1__0.pt")
     older = [e[:5] for e in evals[:3]]
     torch.save(dict(args={**args, "seed": 2}, global_step=9600, evals=older), kept / "27m_vs_30m__mappo_rnn__2__0.pt")
-    done = dict(args={**args, "seed": 3, "total_timesteps": 38400}, global_step=38400, evals=evals)
+    done = dict(args={**args, "seed": 3, "total_timesteps": 40000}, global_step=38400, evals=evals)  # 12 rollouts of 3200
     torch.save(done, kept / "27m_vs_30m__mappo_rnn__3__0.pt")
     sides = hard_maps_curves.ours_unfinished(str(tmp_path))
     seed1, seed2 = "mappo_rnn.py, paper, seed 1, not finished: 0.0M", "mappo_rnn.py, paper, seed 2, not finished: 0.0M"

@@ -84,7 +84,8 @@ def ours_unfinished(results: str) -> dict:
     for folder, setting in OURS.items():
         for path in sorted(glob.glob(os.path.join(results, folder, "kept", "*.pt"))):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
-            if ckpt["global_step"] >= ckpt["args"]["total_timesteps"]:  # finished: in ours(), from its summary
+            batch = ckpt["args"]["num_envs"] * ckpt["args"]["num_steps"]  # env steps a rollout: the run trains whole ones
+            if ckpt["global_step"] >= ckpt["args"]["total_timesteps"] // batch * batch:  # finished: ours() has its summary
                 continue
             # (evaluations, 7): step, greedy win rate, return, wall time, training win rate, sampled win rate, return
             evals = np.array([list(e) + [np.nan] * (7 - len(e)) for e in ckpt["evals"]]).reshape(-1, 7)  # older: 5
@@ -170,9 +171,8 @@ def plot(groups: dict, path: str):
                 if not curves:
                     continue
                 colour, style = styles[label]
-                seeds = (
-                    "" if label in groups.get("ours, not finished", {}) else f" ({len(curves)} seed{'s' * (len(curves) > 1)})"
-                )
+                one_run = label in groups.get("ours, not finished", {})  # its label names the seed
+                seeds = "" if one_run else f" ({len(curves)} seed{'s' * (len(curves) > 1)})"
                 plot_mean(ax, curves, colour, label + seeds, style, alpha=0.15)
             ax.set_title(f"{env_id}: {score}", fontsize=9)
             ax.set_ylim(-0.02, 1.02)
@@ -197,7 +197,7 @@ def main(argv=None):
     groups = {"ours": ours(opts.results), "ours, not finished": ours_unfinished(opts.results)}
     groups.update({"JaxMARL": jaxmarl(opts.results), "Mava": mava(opts.results)})
     if not any(groups.values()):
-        sys.exit("error: no finished hard-map run: bash benchmark/smax_hard_10m.sh")
+        sys.exit("error: no hard-map run: bash benchmark/smax_hard_10m.sh")
     out = os.path.join(opts.results, "smax_hard_10m_compare")
     os.makedirs(out, exist_ok=True)
     plot(groups, os.path.join(out, "curves.png"))
