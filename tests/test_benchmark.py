@@ -1148,8 +1148,10 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
 
 def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_path):
     """hard_maps_curves.py: a run of ours that goes on in sittings (27m_vs_30m) is a dotted line of its own, from the
-    evaluations its kept checkpoint holds (older checkpoints: no sampled columns); a finished one is not drawn twice"""
+    evaluations its kept checkpoint holds (older checkpoints: no sampled columns), each score read from the column
+    mappo_rnn.py's eval_summary reads it from; a finished one is not drawn twice"""
     import hard_maps_curves
+    import mappo_rnn
 
     kept = tmp_path / "smax_hard_10m_paper" / "kept"
     kept.mkdir(parents=True)
@@ -1171,6 +1173,17 @@ def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_p
     [(x, y)] = sides[seed1]["27m_vs_30m"]["sampled eval"]
     assert len(x) == 6 and y.tolist() == pytest.approx([0.3] * 6)  # the evaluations without sampled episodes left out
     assert sorted(sides[seed2]["27m_vs_30m"]) == ["greedy eval", "training episodes"]
+    rows = mappo_rnn.eval_summary(evals, has_wins=True)["evals"]
+    for score, key in {
+        "greedy eval": "win_rate",
+        "sampled eval": "sampled_win_rate",
+        "training episodes": "train_win_rate",
+    }.items():
+        [(x, y)] = sides[seed1]["27m_vs_30m"][score]
+        logged = [row for row in rows if key in row]
+        assert x.tolist() == [row["step"] for row in logged] and y == pytest.approx(
+            hard_maps_curves.smooth([row[key] for row in logged])
+        )
     hard_maps_curves.main(["--results", str(tmp_path)])
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
 
