@@ -11,9 +11,10 @@
 # `bash benchmark/mappo.sh plan` prints the command line of each run still to do and runs nothing (launchers that pool
 # the runs of several folders into one queue, like benchmark/smax_hard_10m.sh, use it).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
-# each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP;
-# commit KEEP. This script, run again on another machine from that commit, resumes the unfinished runs from KEEP and
-# skips the finished ones, and summarize.py reads the finished runs' summaries from KEEP.
+# each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP (and,
+# when that summary is new, writes OUT's summary as a queue's end does); commit KEEP. This script, run again on another
+# machine from that commit, resumes the unfinished runs from KEEP and skips the finished ones, and summarize.py reads
+# the finished runs' summaries from KEEP.
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +79,11 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
       [[ $kept_at =~ ^[0-9]+$ ]] || kept_at=-1
       if [ -n "$ckpt" ] && [ "$status" = 0 ]; then  # finished here
         if [ "${1:-}" = keep ]; then  # its eval summary is all that is left to keep
-          gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$KEEP/$(basename "$(dirname "$ckpt")").json.gz"
+          kept_summary=$KEEP/$(basename "$(dirname "$ckpt")").json.gz
+          gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$kept_summary.tmp"
+          if cmp -s "$kept_summary.tmp" "$kept_summary"; then rm "$kept_summary.tmp"; else
+            mv "$kept_summary.tmp" "$kept_summary" && newly_finished=1  # summary.json must count it
+          fi
           rm -f "$KEEP/$name"*.pt
         else
           echo "done already: $ckpt" >&2
@@ -118,8 +123,12 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
 mkdir -p "$OUT" "$KEEP"
 root=$(pwd)
 if [ "${1:-}" = keep ]; then
+  newly_finished=0
   plan keep
   ls -l "$KEEP"
+  # a run finished since the last keep: OUT's summary.json and curves.png with it, as a queue's end writes them (runs
+  # started from `plan` lines, as the long ones are, have no such end)
+  [ "$newly_finished" = 0 ] || { require_python "torch, matplotlib" && "$PYTHON" benchmark/report/summarize.py "$OUT"; }
   exit 0
 elif [ "${1:-}" = plan ]; then
   plan

@@ -280,8 +280,14 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     assert second.returncode == 0 and "done already" in second.stderr, second.stderr[-2000:]
     assert torch.load(ckpt_path, weights_only=True)["iteration"] == 3 and run_dirs(tmp_path) == [run]
     # finished: `keep` swaps its checkpoint for its eval summary, which is all a fresh machine needs to skip the run
-    # and to summarise it
+    # and to summarise it; a summary new to kept/ reaches the folder's summary.json there and then (runs started from
+    # `plan` lines have no queue end to write it), one already kept leaves it alone
+    (tmp_path / "summary.json").unlink()
     assert bench("keep").returncode == 0 and os.listdir(kept) == [f"{name}.json.gz"]
+    [entry] = json.loads((tmp_path / "summary.json").read_text())  # as the queue's end wrote it
+    assert (entry["env_id"], entry["seeds"], entry["env_steps"]) == ("simple_spread_v3", [1], [300])
+    (tmp_path / "summary.json").unlink()
+    assert bench("keep").returncode == 0 and not (tmp_path / "summary.json").exists()
     shutil.rmtree(tmp_path / "runs")
     (tmp_path / "summary.md").unlink()
     third = bench()
