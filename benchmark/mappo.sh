@@ -81,8 +81,11 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
         if [ "${1:-}" = keep ]; then  # its eval summary is all that is left to keep
           kept_summary=$KEEP/$(basename "$(dirname "$ckpt")").json.gz
           gzip -9nc "$(dirname "$ckpt")/eval_summary.json" >"$kept_summary.tmp"
-          if cmp -s "$kept_summary.tmp" "$kept_summary"; then rm "$kept_summary.tmp"; else
+          if cmp -s "$kept_summary.tmp" "$kept_summary"; then rm "$kept_summary.tmp"
+          elif "$PYTHON" -c "import matplotlib" 2>/dev/null; then
             mv "$kept_summary.tmp" "$kept_summary" && newly_finished=1  # summary.json must count it
+          else  # not kept until PYTHON can draw summary.json, so that the next keep finds it new again
+            rm "$kept_summary.tmp" && undrawn=1 && continue
           fi
           rm -f "$KEEP/$name"*.pt
         else
@@ -123,12 +126,13 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
 mkdir -p "$OUT" "$KEEP"
 root=$(pwd)
 if [ "${1:-}" = keep ]; then
-  newly_finished=0
+  newly_finished=0 undrawn=0
   plan keep
   ls -l "$KEEP"
+  [ "$undrawn" = 0 ] || require_python "torch, matplotlib"  # exits 2: a finished run's summary left in runs/
   # a run finished since the last keep: OUT's summary.json and curves.png with it, as a queue's end writes them (runs
   # started from `plan` lines, as the long ones are, have no such end)
-  [ "$newly_finished" = 0 ] || { require_python "torch, matplotlib" && "$PYTHON" benchmark/report/summarize.py "$OUT"; }
+  [ "$newly_finished" = 0 ] || "$PYTHON" benchmark/report/summarize.py "$OUT"
   exit 0
 elif [ "${1:-}" = plan ]; then
   plan

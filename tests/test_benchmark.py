@@ -283,6 +283,12 @@ def test_benchmark_script_resumes_and_skips(tmp_path, run_script):
     # and to summarise it; a summary new to kept/ reaches the folder's summary.json there and then (runs started from
     # `plan` lines have no queue end to write it), one already kept leaves it alone
     (tmp_path / "summary.json").unlink()
+    # a PYTHON that cannot draw keeps nothing of the finished run (exit 2), so that the next keep finds it new
+    no_plots = stand_in(tmp_path / "no_plots", f"import os, sys\nsys.exit(1) if 'matplotlib' in ' '.join(sys.argv) else "
+                        f"os.execv({sys.executable!r}, [{sys.executable!r}] + sys.argv[1:])\n")  # fmt: skip
+    refused = mappo_sh("keep", env=dict(env, PYTHON=str(no_plots)))
+    assert refused.returncode == 2 and "lacks" in refused.stderr, refused.stderr
+    assert os.listdir(kept) == [f"{name}.pt"] and not (tmp_path / "summary.json").exists()
     assert bench("keep").returncode == 0 and os.listdir(kept) == [f"{name}.json.gz"]
     [entry] = json.loads((tmp_path / "summary.json").read_text())  # as the queue's end wrote it
     assert (entry["env_id"], entry["seeds"], entry["env_steps"]) == ("simple_spread_v3", [1], [300])
