@@ -1151,11 +1151,26 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert "sampled eval" not in sides["mappo_rnn.py, paper"]["5m_vs_6m"]  # no --eval-sampled in that run
     hard_maps_curves.main(["--results", str(tmp_path)])
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
-    every = {"ours": hard_maps_curves.OURS, "JaxMARL": hard_maps_curves.JAXMARL_FOLDERS, "Mava": hard_maps_curves.MAVA_FOLDERS}
-    styles = hard_maps_curves.line_styles({impl: {label: {} for label in folders.values()} for impl, folders in every.items()})
-    assert len(styles) == sum(map(len, every.values())) > 10  # more sides than colours:
-    assert len(set(styles.values())) == len(styles)  # still no two drawn alike
+    # every side its own colour, the same on every row, whichever sides a figure has
+    every = {
+        "ours": {f"mappo_rnn.py, {setting}": {} for setting in hard_maps_curves.OURS.values()},
+        "JaxMARL": {label: {} for label in hard_maps_curves.JAXMARL_FOLDERS.values()},
+        "Mava": {label: {} for label in hard_maps_curves.MAVA_FOLDERS.values()},
+    }
+    styles = hard_maps_curves.line_styles(every)
+    assert len(styles) == sum(map(len, every.values())) > 10  # more sides than matplotlib's 10 colours:
+    assert len({colour for colour, _ in styles.values()}) == len(styles)  # still none shared
     assert {style for _, style in styles.values()} == {"-", "--", "-."}
+    some = hard_maps_curves.line_styles({"JaxMARL": every["JaxMARL"], "other": {}})
+    assert all(some[label] == styles[label] for label in every["JaxMARL"])
+    # a run of ours not finished: its setting's colour, dotted; one of a setting unknown to the catalog, a new colour
+    unfinished = {
+        "mappo_rnn.py, ent0 ablation, seed 1, not finished: 4.6M": {},
+        "mappo_rnn.py, x, seed 2, not finished: 1M": {},
+    }
+    some = hard_maps_curves.line_styles({"ours, not finished": unfinished, "JaxMARL": every["JaxMARL"]})
+    assert some["mappo_rnn.py, ent0 ablation, seed 1, not finished: 4.6M"] == (styles["mappo_rnn.py, ent0 ablation"][0], ":")
+    assert some["mappo_rnn.py, x, seed 2, not finished: 1M"][0] not in {colour for colour, _ in styles.values()}
 
 
 def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_path):

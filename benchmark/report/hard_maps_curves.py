@@ -142,14 +142,19 @@ def mava(results: str) -> dict:
 
 
 STYLES = {"ours": "-", "ours, not finished": ":", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
+PALETTE = [f"C{i}" for i in range(10)] + ["black", "goldenrod", "navy", "maroon", "teal", "slateblue"]
 
 
 def line_styles(groups: dict) -> dict:
-    """implementation -> {label: side} -> label -> (colour, line style). The colours run on across implementations
-    and come round again after 10, so two sides share a colour only 10 apart, and then with another line style
-    (while each implementation has at most 10)"""
-    labels = [(label, impl) for impl, sides in groups.items() for label in sides]
-    return {label: (f"C{i % 10}", STYLES[impl]) for i, (label, impl) in enumerate(labels)}
+    """implementation -> {label: side} -> label -> (colour, line style). Each side has a colour of its own, the same
+    on every row: the order of OURS, JAXMARL_FOLDERS and MAVA_FOLDERS, then any other label (while there are no more
+    sides than PALETTE's 16 colours). A run of ours not finished takes its setting's colour, dotted"""
+    setting = {label: label.rsplit(", seed ", 1)[0] for label in groups.get("ours, not finished", {})}  # ours() label
+    catalog = [f"mappo_rnn.py, {name}" for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
+    labels = [label for sides in groups.values() for label in sides if label not in setting] + list(setting.values())
+    order = list(dict.fromkeys(catalog + labels))
+    colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(order)}
+    return {label: (colour[setting.get(label, label)], STYLES[impl]) for impl, sides in groups.items() for label in sides}
 
 
 def plot(groups: dict, path: str):
