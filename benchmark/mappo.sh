@@ -12,9 +12,9 @@
 # the runs of several folders into one queue, like benchmark/smax_hard_10m.sh, use it).
 # Runs longer than a session: `bash benchmark/mappo.sh keep` (same variables) copies into KEEP the last checkpoint of
 # each unfinished run and the eval summary (gzipped) of each finished one, whose checkpoint it removes from KEEP (and,
-# when that summary is new, writes OUT's summary as a queue's end does); commit KEEP. This script, run again on another
-# machine from that commit, resumes the unfinished runs from KEEP and skips the finished ones, and summarize.py reads
-# the finished runs' summaries from KEEP.
+# when that summary is new, writes OUT's summary as a queue's end does: a PYTHON without matplotlib leaves that run in
+# runs/ and exits 2); commit KEEP. This script, run again on another machine from that commit, resumes the unfinished
+# runs from KEEP and skips the finished ones, and summarize.py reads the finished runs' summaries from KEEP.
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
