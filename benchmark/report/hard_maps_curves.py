@@ -57,6 +57,11 @@ def smooth(y: np.ndarray, window: int = 10) -> np.ndarray:
     return (c[1:] - c[np.arange(1, len(y) + 1) - n]) / n
 
 
+def our_label(setting: str) -> str:
+    """A setting of ours as the figure names it; a run not finished adds ", seed N, not finished: ..." to it"""
+    return f"mappo_rnn.py, {setting}"
+
+
 def ours(results: str) -> dict:
     """label -> map -> score -> [(steps, win rates)] per seed"""
     out = {}
@@ -69,7 +74,7 @@ def ours(results: str) -> dict:
                     points = [(e["step"], e[key]) for e in s["evals"] if key in e]
                     if points:
                         x, y = np.array(points).T
-                        out.setdefault(f"mappo_rnn.py, {setting}", {}).setdefault(env_id, {}).setdefault(score, []).append(
+                        out.setdefault(our_label(setting), {}).setdefault(env_id, {}).setdefault(score, []).append(
                             (x, smooth(y))
                         )
     return out
@@ -89,7 +94,7 @@ def ours_unfinished(results: str) -> dict:
                 continue
             # (evaluations, 7): step, greedy win rate, return, wall time, training win rate, sampled win rate, return
             evals = np.array([list(e) + [np.nan] * (7 - len(e)) for e in ckpt["evals"]]).reshape(-1, 7)  # older: 5
-            label = f"mappo_rnn.py, {setting}, seed {ckpt['args']['seed']}, not finished: {ckpt['global_step'] / 1e6:.1f}M"
+            label = f"{our_label(setting)}, seed {ckpt['args']['seed']}, not finished: {ckpt['global_step'] / 1e6:.1f}M"
             for score, column in {"greedy eval": 1, "sampled eval": 5, "training episodes": 4}.items():
                 x, y = evals[~np.isnan(evals[:, column])][:, [0, column]].T  # NaN: not logged (no --eval-sampled)
                 if len(x):
@@ -149,8 +154,8 @@ def line_styles(groups: dict) -> dict:
     """implementation -> {label: side} -> label -> (colour, line style). Each side has a colour of its own, the same
     on every row: the order of OURS, JAXMARL_FOLDERS and MAVA_FOLDERS, then any other label (while there are no more
     sides than PALETTE's 16 colours). A run of ours not finished takes its setting's colour, dotted"""
-    setting = {label: label.rsplit(", seed ", 1)[0] for label in groups.get("ours, not finished", {})}  # ours() label
-    catalog = [f"mappo_rnn.py, {name}" for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
+    setting = {label: label.rsplit(", seed ", 1)[0] for label in groups.get("ours, not finished", {})}  # our_label
+    catalog = [our_label(name) for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
     labels = [label for sides in groups.values() for label in sides if label not in setting] + list(setting.values())
     order = list(dict.fromkeys(catalog + labels))
     colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(order)}
