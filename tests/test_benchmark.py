@@ -1153,7 +1153,7 @@ def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
     # every side its own colour, the same on every row, whichever sides a figure has
     every = {
-        "ours": {f"mappo_rnn.py, {setting}": {} for setting in hard_maps_curves.OURS.values()},
+        "ours": {hard_maps_curves.our_label(setting): {} for setting in hard_maps_curves.OURS.values()},
         "JaxMARL": {label: {} for label in hard_maps_curves.JAXMARL_FOLDERS.values()},
         "Mava": {label: {} for label in hard_maps_curves.MAVA_FOLDERS.values()},
     }
