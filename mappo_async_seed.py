@@ -1428,10 +1428,11 @@ def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins
     print(f"median of the last {min(len(evals), 10)} evaluations: {scores} ({path})")
 
 
-def status_line(step: int, total: int, latest: dict, has_wins: bool, env_id: str) -> str:
-    """Progress: step / total, SPS, ETA, the score of the last rollout's episodes and of the last evaluation, env id."""
+def status_line(step: int, total: int, wall_sps: float, latest: dict, has_wins: bool, env_id: str) -> str:
+    """Progress: step / total, SPS (of training: evaluations left out), ETA (at wall_sps, the env steps per second of
+    wall time so far, evaluations in), the score of the last rollout's episodes and of the last evaluation, env id."""
     sps = int(latest.get("charts/SPS", 0))
-    eta = datetime.timedelta(seconds=int((total - step) / sps)) if sps else "-"
+    eta = datetime.timedelta(seconds=int((total - step) / wall_sps)) if wall_sps else "-"
     tag = "win_rate" if has_wins else "episodic_return"
     names = {f"charts/{tag}": "win" if has_wins else "return", f"eval/{tag}": "eval"}
     scores = "".join(f" {name} {latest[t]:.2f}" for t, name in names.items() if t in latest)
@@ -1466,6 +1467,7 @@ class Run:
         self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
         self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
+        self.sitting_start = time.time()  # the ETA's clock: this process's wall time, evaluations included
 
     def start(self):
         """Tracking, the stop signals caught."""
@@ -1486,7 +1488,8 @@ class Run:
         if not force and time.time() - self.printed < (0.5 if tty else 30):
             return
         self.printed = time.time()
-        line = status_line(step, self.total, self.latest, self.has_wins, self.args.env_id)
+        wall_sps = (step - self.start_step) / max(self.printed - self.sitting_start, 1e-6)
+        line = status_line(step, self.total, wall_sps, self.latest, self.has_wins, self.args.env_id)
         print(
             f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
         )

@@ -228,7 +228,8 @@ def test_frame_stack_order_and_episode_reset():
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
 def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypatch, capsys):
     """Piped (capsys is no terminal), a progress line comes at once, then none for 30 s, then the next; on an
-    80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id."""
+    80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id. The
+    ETA goes by the wall time since the process started (evaluations in), not by the SPS (training only)."""
     import importlib
     import os
     import shutil
@@ -239,6 +240,7 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     run = module.Run.__new__(module.Run)  # only what show_progress reads
     run.args, run.total, run.has_wins, run.printed = SimpleNamespace(env_id="smaclite/3s5z_vs_3s6z"), 10_000_000, True, 0.0
     run.latest = {"charts/SPS": 12345, "charts/win_rate": 0.5, "eval/win_rate": 0.25}
+    run.start_step, run.sitting_start = 0, 934.0  # 9,600 steps in 96.1 s of wall time: ~100 steps/s
     now = [1000.0]
     monkeypatch.setattr(module.time, "time", lambda: now[0])
     printed = []
@@ -247,16 +249,19 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
         run.show_progress(step)
         printed.append(capsys.readouterr().out)
     assert [bool(out) for out in printed] == [True, False, True, False]
-    assert printed[2] == "step 9600/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25 | smaclite/3s5z_vs_3s6z\n"
+    assert printed[2] == "step 9600/10000000 SPS 12345 ETA 1 day, 3:46:48 win 0.50 eval 0.25 | smaclite/3s5z_vs_3s6z\n"
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((80, 24)))
+    now[0] = 934.0 + 128  # 12,800 steps in 128 s: 100 steps/s
     run.show_progress(12800, force=True)
     line = capsys.readouterr().out.removeprefix("\r\033[K")
-    assert len(line) <= 79 and line.startswith("step 12800/10000000 SPS 12345 ETA 0:13:29 win 0.50 eval 0.25"), line
+    assert len(line) <= 79 and line.startswith("step 12800/10000000 SPS 12345 ETA 1 day, 3:44:32 win 0.50 eval 0.25"), line
     run.has_wins, run.latest = False, {"charts/SPS": 12345, "charts/episodic_return": -123.456, "eval/episodic_return": -99.0}
     run.show_progress(12800, force=True)
-    assert capsys.readouterr().out.startswith("\r\033[Kstep 12800/10000000 SPS 12345 ETA 0:13:29 return -123.46 eval -99.00")
+    assert capsys.readouterr().out.startswith(
+        "\r\033[Kstep 12800/10000000 SPS 12345 ETA 1 day, 3:44:32 return -123.46 eval -99"
+    )
 
 
 def test_quiet_puts_back_stdout_and_stderr():
