@@ -554,11 +554,14 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     }
     (out / "smax_hard_10m_table2/kept").mkdir()
     (out / "smax_hard_10m_table2/kept/machines.json").write_text(json.dumps(machines))
+    for name in ("2s3z__mappo_rnn__4__17.pt", "2s3z__mappo_rnn__5__17.pt", "3m__mappo_rnn__4__17.json.gz"):
+        (out / "smax_hard_10m_table2/kept" / name).write_text("")  # two runs of 2s3z that go on; one of 3m that ended
     rows = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 2s3z |" in line]
     tail = f"(2-core CPU, 2 runs at once; 25 % of the env steps on {lent}; <1 % of the env steps on another machine) |"
     assert rows[0][8].endswith(tail)  # 28,800 and 500 of 3 x 38,400 (machines in name order)
+    assert rows[0][3] == "3 (+2 unfinished)"  # the row's numbers are the 3 finished seeds'
     [row_3m] = [line.split(" | ") for line in update_readme.smax_10m("smax_hard_10m_table2").splitlines() if "| 3m |" in line]
-    assert row_3m[8].endswith("(2-core CPU, 2 runs at once) |")  # all of it here
+    assert row_3m[8].endswith("(2-core CPU, 2 runs at once) |") and row_3m[3] == "3"  # all of it here; none goes on
 
     # JaxMARL's runs here: each seed's median of its last 10 updates, on all three metrics
     jaxmarl = out / "smax_hard_10m_jaxmarl"

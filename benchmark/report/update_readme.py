@@ -252,6 +252,13 @@ def elsewhere(folder: str, row: dict) -> str:
     return "".join(f"; {share(steps)} of the env steps on {machine}" for machine, steps in sorted(away.items()))
 
 
+def unfinished_runs(folder: str, env: str) -> int:
+    """ENV's runs in FOLDER that stopped short of their budget: a checkpoint in FOLDER/kept (smax_hard_10m.sh keep; a
+    finished run is kept as its .json.gz instead)"""
+    kept = os.path.join(RESULTS, folder, "kept")
+    return sum(n.startswith(f"{env}__") and n.endswith(".pt") for n in os.listdir(kept)) if os.path.isdir(kept) else 0
+
+
 def duration(seconds) -> str:
     """A run's wall time: in hours (one decimal), or in minutes (two significant digits) under an hour"""
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{float(f'{seconds / 60:.2g}'):g} min"
@@ -309,6 +316,8 @@ def smax_10m(*folders: str) -> str:
             script, setting, machine = SMAX_SETTINGS[folder]
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
             seeds = len(r["scores"] or r.get("sampled_scores") or [])  # Mava's runs: sampled evaluations only
+            more = unfinished_runs(folder, env)  # runs that go on in sittings (27m_vs_30m): not in the row's numbers
+            seeds = f"{seeds} (+{more} unfinished)" if more else seeds
             out.append(
                 f"| {env} | {script}, {setting} | {r.get('smax', SMAX_VERSION)} | {seeds} | {min(r['env_steps']) / 1e6:.3g}M "
                 f"| {percents(r['scores'])} | {percents(r.get('sampled_scores'))} | {percents(r.get('train_scores'))} "
