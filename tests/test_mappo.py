@@ -225,7 +225,7 @@ def test_frame_stack_order_and_episode_reset():
     np.testing.assert_array_equal(out["obs"][:, 0], [[1, 2, 3], [0, 0, 1]])
 
 
-@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py"])
+@pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])
 def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypatch, capsys):
     """Piped (capsys is no terminal), a progress line comes at once, then none for 30 s, then the next; on an
     80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id. The
