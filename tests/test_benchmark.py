@@ -78,6 +78,7 @@ def test_paper_table_medians(results):
     assert rows[("mappo", "simple_spread_v3")]["median"] == pytest.approx(-19.0)  # median of 5 x -20, 5 x -18
     assert (rows[("mappo", "hanabi")]["median"], rows[("mappo", "hanabi")]["metric"]) == (3.0, "score")
     assert rows[("mappo", "hanabi")]["train_scores"] == [1.5]  # no win in Hanabi: the training return
+    assert rows[("mappo", "hanabi")]["std"] is None  # one seed: no spread
     assert rows[("mappo", "3m")]["first_0.8"] == [None, None, None]
     assert rows[("mappo", "2s3z")]["first_0.8"][0] == [3 * 3200, 30.0]  # the third evaluation, after 30 s
     md = (results / "summary.md").read_text()

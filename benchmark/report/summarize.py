@@ -198,7 +198,8 @@ def main(results_dirs, out_dir=None, marl_eval=False):
             f"| {', '.join(map(show, train)) or '-'} |"
         )
         row = dict(script=script, env_id=env_id, seeds=[s["seed"] for s in summaries], scores=scores.tolist())
-        row.update(median=float(median), std=float(std), mean=float(scores.mean()), metric=metric)
+        std = float(std) if len(scores) > 1 else None  # one seed has no spread to show
+        row.update(median=float(median), std=std, mean=float(scores.mean()), metric=metric)
         if supported(scores):
             row["mean_ci"] = [float(c) for c in bootstrap_mean_ci(scores)]
         row["env_steps"] = steps
