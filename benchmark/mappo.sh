@@ -25,7 +25,7 @@ SCRIPT=${SCRIPT:-mappo.py}
 OUT=${OUT:-benchmark/results/${SCRIPT%.py}}
 PYTHON=${PYTHON:-python}
 . benchmark/require_python.sh  # every mode reads the checkpoints with torch; a run's summary draws with matplotlib
-if [ "${1:-}" = keep ] || [ "${1:-}" = plan ]; then require_python torch; else require_python "torch, matplotlib"; fi
+if [ "${1:-}" = keep ] || [ "${1:-}" = plan ]; then modules=torch; else modules="torch, matplotlib"; fi
 EXTRA=${EXTRA:-}
 KEEP=${KEEP:-$OUT/kept}
 # torch's threads shared out. On 2 cores (3s5z), two runs of 2 threads each did 0.29x the updates per second of one
@@ -49,10 +49,27 @@ budget() {  # env steps per run: BUDGETS if it names the env, else the budgets o
   esac
 }
 
+declare -A checkpoint  # path -> "env steps done, updates done, env steps per update" of each checkpoint of SCRIPT
+read_checkpoints() {  # in OUT/runs and KEEP, all by one python: each start of one imports torch, most of a plan's time
+  local table path info
+  table=$("$PYTHON" -c "import sys, $modules
+for path in sys.argv[1:]:
+    try:
+        c = torch.load(path, weights_only=True, map_location='cpu')
+        print(path, c['global_step'], c['iteration'], c['args']['num_envs'] * c['args']['num_steps'], sep='\t')
+    except Exception as e:  # unreadable: left out of the table
+        print(f'{path}: {e}', file=sys.stderr)" "$OUT"/runs/*__"$exp"__*/"$exp.pt" "$KEEP"/*__"$exp"__*.pt) ||
+    python_lacks "$modules"  # the check of PYTHON (above its error)
+  while IFS=$'\t' read -r path info; do [ -z "$path" ] || checkpoint[$path]=$info; done <<<"$table"
+}
+
 progress() {  # checkpoint, env steps -> prints its env steps done; exit 0: it has done every update of that budget,
   # 3: not yet, other: unreadable
-  "$PYTHON" -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=True, map_location='cpu'); a = c['args']
-print(c['global_step']); sys.exit(0 if c['iteration'] >= int(sys.argv[2]) // (a['num_envs'] * a['num_steps']) else 3)" "$1" "$2"
+  local at updates per_update
+  [ -n "${checkpoint[$1]:-}" ] || return 1
+  read -r at updates per_update <<<"${checkpoint[$1]}"
+  echo "$at"
+  [ "$updates" -ge $(($2 / per_update)) ] || return 3
 }
 
 summary_steps() {  # a kept eval summary (.json.gz) -> the env steps its run had done
@@ -123,6 +140,9 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
   done
 }
 
+shopt -s nullglob  # (for read_checkpoints: no checkpoint yet, no path)
+read_checkpoints  # and PYTHON checked, before anything runs
+shopt -u nullglob
 mkdir -p "$OUT" "$KEEP"
 root=$(pwd)
 if [ "${1:-}" = keep ]; then

@@ -2,7 +2,8 @@
 # later (the figures) or misreads every checkpoint as unreadable, so each launcher checks it before anything runs:
 #   require_python MODULES   # e.g. "torch, matplotlib": exits 2, saying what to do, when PYTHON cannot import them
 require_python() {
-  local python=${PYTHON:-python}
-  "$python" -c "import $1" 2>/dev/null && return
-  echo "error: PYTHON ($python) lacks this repo's requirements ($1): activate its .venv or set PYTHON" >&2 && exit 2
+  "${PYTHON:-python}" -c "import $1" 2>/dev/null || python_lacks "$1"
+}
+python_lacks() {  # MODULES: exits 2, saying what to do (where a python that imports them failed)
+  echo "error: PYTHON (${PYTHON:-python}) lacks this repo's requirements ($1): activate its .venv or set PYTHON" >&2 && exit 2
 }

@@ -1042,7 +1042,7 @@ def test_launchers_refuse_a_python_without_the_repos_requirements(tmp_path):
     outside the venv would misread every checkpoint as unreadable"""
     repo = benchmark_copy(tmp_path)
     calls = tmp_path / "calls"
-    record = f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+    record = f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]).replace(chr(10), ' ') + '\\n')\n"
     no_plots = stand_in(tmp_path / "no_plots", record + "sys.exit(1 if 'matplotlib' in ' '.join(sys.argv) else 0)\n")
     no_torch = stand_in(tmp_path / "no_torch", record + "sys.exit(1 if 'torch' in ' '.join(sys.argv) else 0)\n")
     fake = stand_in(tmp_path / "benchmarl", record)
