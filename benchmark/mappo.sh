@@ -59,7 +59,7 @@ for path in sys.argv[1:]:
         print(path, c['global_step'], c['iteration'], c['args']['num_envs'] * c['args']['num_steps'], sep='\t')
     except Exception as e:  # unreadable: left out of the table
         print(f'{path}: {e}', file=sys.stderr)" "$OUT"/runs/*__"$exp"__*/"$exp.pt" "$KEEP"/*__"$exp"__*.pt) ||
-    python_lacks "$modules"  # the check of PYTHON (above its error)
+    require_python "$modules" failed  # this was the check of PYTHON: exits 2, saying what to do
   while IFS=$'\t' read -r path info; do [ -z "$path" ] || checkpoint[$path]=$info; done <<<"$table"
 }
 
