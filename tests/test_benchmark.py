@@ -132,17 +132,17 @@ def test_the_falls_table_gives_each_seed_its_fall_in_whole_percents(tmp_path, mo
     win = dict(script="mappo_rnn", metric="win rate %")  # summarize.py's rows
     rows = [dict(win, env_id="10m_vs_11m", largest_fall=[[77.2, 2_500_000, 0.4, 4_500_000, 30], None])]
     rows.append(dict(win, env_id="5m_vs_6m", largest_fall=[[3.6, 5_000_000, 1.4, 5_500_000, 156]]))
-    (tmp_path / "smax_hard_10m_mavacfg").mkdir()
-    (tmp_path / "smax_hard_10m_mavacfg/summary.json").write_text(json.dumps(rows))
+    (tmp_path / "smax_hard_10m_tuned").mkdir()
+    (tmp_path / "smax_hard_10m_tuned/summary.json").write_text(json.dumps(rows))
     write_mava_run(tmp_path / "smax_hard_10m_mava_rec_mappo", "10m_vs_11m", 0, [0.6] * 20 + [0.1] * 42)  # sampled
-    folders = ("smax_hard_10m_paper", "smax_hard_10m_mavacfg", "smax_hard_10m_jaxmarl", "smax_hard_10m_mava_rec_mappo")
+    folders = ("smax_hard_10m_paper", "smax_hard_10m_tuned", "smax_hard_10m_jaxmarl", "smax_hard_10m_mava_rec_mappo")
     table = update_readme.smax_falls(*folders).splitlines()
     noise = [summarize.whole(update_readme.noise_fall(n)) for n in (30, 156, 3)]
     assert table[2:] == [
-        f"| 10m_vs_11m | mappo_rnn.py, `mavacfg` | greedy | 30 | {noise[0]} | 77 (77 at 2.5M to 0 at 4.5M); none |",
+        f"| 10m_vs_11m | mappo_rnn.py, `tuned` | greedy | 30 | {noise[0]} | 77 (77 at 2.5M to 0 at 4.5M); none |",
         f"| 10m_vs_11m | Mava rec_mappo (82583ba), its SMAX sweep config, run by us | sampled | 3 | {noise[2]} "
         "| 50 (60 at 0.0M to 10 at 3.5M) |",  # 3 evaluations (every 163,840 env steps) in most windows
-        f"| 5m_vs_6m | mappo_rnn.py, `mavacfg` | greedy | 156 | {noise[1]} | 3 (4 at 5.0M to 1 at 5.5M) |",  # 4 - 1
+        f"| 5m_vs_6m | mappo_rnn.py, `tuned` | greedy | 156 | {noise[1]} | 3 (4 at 5.0M to 1 at 5.5M) |",  # 4 - 1
     ]
 
 
@@ -1000,8 +1000,8 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
 
 def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     """MAPS narrows each setting of ours to the maps of its own that MAPS names (a setting with none of them runs
-    nothing; 27m_vs_30m runs only where named, and is kept in any case); a map that is not a hard map stops every mode
-    before any run (exit 2): a typo would select nothing"""
+    nothing; 27m_vs_30m runs only where named, and is kept in any case; the tuned setting runs on smax_10m.sh's maps
+    too); a map that is neither stops every mode before any run (exit 2): a typo would select nothing"""
     repo = benchmark_copy(tmp_path)
     calls = tmp_path / "calls"
     fake = stand_in(tmp_path / "python", f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]))\n")
@@ -1024,6 +1024,10 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
     named = [("smax_hard_10m_paper", "27m_vs_30m"), ("smax_hard_10m_ent0", "27m_vs_30m")]  # paper's and ent0's, named only
     assert runs(plan("27m_vs_30m")) == named and runs(plan("27m_vs_30m", settings="ent0")) == named[1:]
+    tuned = ["5m_vs_6m", "3s5z_vs_3s6z", "10m_vs_11m", "3s5z", "3s_vs_5z", "6h_vs_8z"]  # and 27m_vs_30m where named
+    assert runs(plan("", settings="tuned")) == [("smax_hard_10m_tuned", m) for m in tuned]
+    with_27m = [named[0], ("smax_hard_10m_tuned", "27m_vs_30m"), ("smax_hard_10m_tuned", "3s5z")]
+    assert runs(plan("27m_vs_30m 3s5z", settings="paper tuned")) == with_27m
     paper = repo / "benchmark" / "results" / "smax_hard_10m_paper"  # keep keeps a 27m_vs_30m run without MAPS
     (paper / "runs" / "27m_vs_30m__mappo_rnn__1__7").mkdir(parents=True)
     checkpoint = dict(args=dict(num_envs=8, num_steps=400), global_step=32000, iteration=10)
@@ -1031,8 +1035,8 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert plan("", settings="paper", mode="keep").returncode == 0
     assert [p.name for p in (paper / "kept").iterdir()] == ["27m_vs_30m__mappo_rnn__1__7.pt"]
     for mode in ("plan", "keep", "jaxmarl", "mava"):
-        typo = plan("5m_vs_6m 3s5z", mode=mode)
-        assert typo.returncode == 2 and "MAPS: '3s5z' is not a hard map" in typo.stderr, (mode, typo.stderr)
+        typo = plan("5m_vs_6m 3s5z_vs_3s7z", mode=mode)
+        assert typo.returncode == 2 and "MAPS: '3s5z_vs_3s7z' is not a hard map" in typo.stderr, (mode, typo.stderr)
         assert typo.stdout == "" and not calls.exists()
 
 

@@ -215,3 +215,37 @@ def test_learns_smax_3m(run_script, tmp_path):
     wins = [v for _, v in read_scalars(run)["eval/win_rate"]]
     assert len(wins) == 10 and max(wins) >= 0.7, wins
     assert sum(wins[-5:]) / 5 >= 0.6, wins
+
+
+def test_setting_tuned_brings_its_values_and_the_paper_stays_the_default(tmp_path, capsys):
+    """--setting tuned: SMAX_TUNED over Table 12's values; without it the paper's; a flag still wins; only on SMAC maps"""
+    import dataclasses
+
+    import mappo_rnn
+
+    paper, _ = mappo_rnn.parse_args(["--env-id", "27m_vs_30m"])
+    tuned, _ = mappo_rnn.parse_args(["--env-id", "27m_vs_30m", "--setting", "tuned"])
+    assert (paper.setting, paper.num_envs, paper.update_epochs, paper.ent_coef) == ("paper", 8, 5, 0.01)  # Table 12
+    assert {k: getattr(tuned, k) for k in mappo_rnn.SMAX_TUNED} == mappo_rnn.SMAX_TUNED
+    assert (tuned.setting, tuned.num_envs, tuned.num_steps, tuned.update_epochs, tuned.ent_coef) == ("tuned", 128, 128, 2, 0)
+    assert tuned.gain == paper.gain and tuned.data_chunk_length == paper.data_chunk_length  # the rest stays the paper's
+    flags = ["--env-id", "10m_vs_11m", "--setting", "tuned", "--ent-coef", "0.01"]
+    assert mappo_rnn.parse_args(flags)[0].ent_coef == 0.01
+    # the committed 10m_vs_11m runs of the setting ran before the flag, as the ablation mavacfg: these flags
+    mavacfg = "--num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3 --critic-learning-rate 4e-3"
+    mavacfg += " --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"
+    before, _ = mappo_rnn.parse_args(["--env-id", "10m_vs_11m", *mavacfg.split()])
+    now, _ = mappo_rnn.parse_args(["--env-id", "10m_vs_11m", "--setting", "tuned"])
+    assert dataclasses.replace(before, setting="tuned") == now
+
+    with pytest.raises(SystemExit) as e:
+        mappo_rnn.parse_args(["--env-id", "simple_spread_v3", "--setting", "tuned"])
+    assert e.value.code == 2 and "for SMAX and SMAClite maps, not for simple_spread_v3" in capsys.readouterr().err
+    # a checkpoint's run keeps the setting it started with
+    path = str(tmp_path / "run.pt")
+    args = dataclasses.asdict(tuned)
+    torch.save(dict(format="cleanmappo", script="mappo_rnn.py", args=args), path)
+    assert mappo_rnn.parse_args(["--resume", path])[0] == dataclasses.replace(tuned, resume=path)
+    with pytest.raises(SystemExit) as e:
+        mappo_rnn.parse_args(["--resume", path, "--setting", "paper"])
+    assert e.value.code == 2 and "the checkpoint's run has --setting tuned" in capsys.readouterr().err

@@ -110,10 +110,10 @@ SMAX_SETTINGS = {
         " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25)",
         "2-core CPU, 2 runs at once",
     ),
-    "smax_hard_10m_mavacfg": (
+    "smax_hard_10m_tuned": (
         "mappo_rnn.py",
-        "ablation: paper with Mava's values (128 envs x 128 steps, 128 wide, lr 4e-3 constant, 2 epochs x 2"
-        " mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5)",
+        "tuned (--setting tuned: paper with Mava's SMAX values, 128 envs x 128 steps, 128 wide, lr 4e-3 constant, 2"
+        " epochs x 2 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5)",
         "2-core CPU, 2 runs at once",
     ),
     "smax_hard_10m_mavalike": (
