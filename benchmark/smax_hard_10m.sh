@@ -21,8 +21,9 @@
 #           paper's Table 3: 0.2; its scripts for 10m_vs_11m and 3s5z_vs_3s6z keep 0.2) -> .../smax_hard_10m_clip005
 #   epochs5: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: the paper setting with 5 epochs
 #           (--update-epochs 5), Table 12's value for the other hard maps (3s5z_vs_3s6z, 27m_vs_30m; 10 on 10m_vs_11m):
-#           mavacfg (now tuned), which ends far above the paper setting there, reuses each sample for 2 epochs of 2 mini-batches,
-#           jaxcfg, which ends below it, for 4 of 4; this asks whether less sample reuse alone lifts the paper setting
+#           mavacfg (now tuned), which ends far above the paper setting there, reuses each sample for 2 epochs of 2
+#           mini-batches, jaxcfg, which ends below it, for 4 of 4; this asks whether less sample reuse alone lifts the
+#           paper setting
 #           -> .../smax_hard_10m_epochs5
 #   jaxcfg: a named ablation, run only when SETTINGS names it, on 10m_vs_11m (the map where we stay below JaxMARL's GPU
 #           run and Mava's number): the paper setting with the optimisation values of JaxMARL's mappo_rnn_smax config
@@ -60,6 +61,9 @@
 #   bash benchmark/smax_hard_10m.sh        # start, or go on from OUT/runs or from the committed OUT/kept
 #   bash benchmark/smax_hard_10m.sh keep   # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
 #   bash benchmark/smax_hard_10m.sh plan   # the runs still to do, one command line each; runs nothing
+# A finished run changes the scores a user of the paper and tuned settings can expect: the queue ends by rewriting
+# benchmark/results/expected_scores.json (benchmark/report/expected.py, which also checks a run against them); after a
+# keep that finished a run, run it (tests/test_benchmark.py fails on a stale file).
 #   bash benchmark/smax_hard_10m.sh jaxmarl  # JaxMARL's recurrent MAPPO (mappo_rnn_smax, its own config: TOTAL_TIMESTEPS
 #                                            # 1e7 is its 10M budget and schedule), same maps and seeds, one at a time
 # jaxmarl: JAXMARL_DIR and JAXMARL_PYTHON name the checkout and its venv (see benchmark/jaxmarl/jaxmarl_baseline.py); MAPS picks
@@ -241,6 +245,7 @@ case ${1:-} in
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
 for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done
+"$PYTHON" benchmark/report/expected.py  # benchmark/results/expected_scores.json, from the summaries
 "$PYTHON" benchmark/report/hard_maps_curves.py  # every implementation on one figure: results/smax_hard_10m_compare
 exit  # before bash reads past the brace
 }

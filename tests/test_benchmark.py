@@ -1336,3 +1336,39 @@ def test_smax_hard_mava_mode_runs_what_is_missing(tmp_path):
     unknown = run(seeds="0", ablation="tuned")
     assert unknown.returncode == 2 and "MAVA_ABLATION: noagentid or unset" in unknown.stderr and calls.read_text() == ""
     assert figure.stat().st_mtime_ns == drawn  # a usage error draws nothing
+
+
+def test_expected_scores_recompute_from_the_committed_summaries():
+    """benchmark/results/expected_scores.json is what expected.py makes of the committed summaries, each range the
+    lowest and highest of its per-seed medians; the named setting and the paper's are both there"""
+    import expected
+
+    with open(ROOT / "benchmark" / "results" / "expected_scores.json") as f:
+        assert json.load(f) == expected.expected_scores()
+    entries = {(e["map"], e["script"], e["setting"]): e for e in expected.expected_scores()}
+    tuned = entries["10m_vs_11m", "mappo_rnn.py", "tuned"]
+    assert tuned["greedy evaluation"]["lowest"] == min(tuned["greedy evaluation"]["per_seed"]) == 100.0
+    assert len(tuned["seeds"]) == len(tuned["training episodes"]["per_seed"]) == 3
+    assert ("27m_vs_30m", "mappo_rnn.py", "paper") in entries and ("3s5z", "mappo.py", "paper") in entries
+
+
+def test_expected_check_says_inside_below_unfinished_and_asks_for_a_setting(tmp_path):
+    """A committed run checks inside its own setting's range (exit 0); the same run scored lower is below (exit 1), one
+    short of the budget unfinished (exit 1); a run whose setting cannot be told exits 2 asking for --setting"""
+    script = [sys.executable, str(ROOT / "benchmark" / "report" / "expected.py"), "check"]
+    tuned = ROOT / "benchmark" / "results" / "smax_hard_10m_tuned"
+    done = subprocess.run([*script, str(tuned)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.count("is inside what we measured") == 3 * 3, done.stdout + done.stderr
+    [kept] = tuned.glob("kept/10m_vs_11m__mappo_rnn__1__*.json.gz")
+    summary = json.load(gzip.open(kept, "rt"))
+    run = tmp_path / "runs" / kept.name.removesuffix(".json.gz")
+    run.mkdir(parents=True)
+    (run / "eval_summary.json").write_text(json.dumps(dict(summary, median_win_rate=0.5)))
+    done = subprocess.run([*script, str(run), "--setting", "tuned"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "greedy evaluation: 50.0 % is below what we measured, 100.0 to 100.0" in done.stdout
+    assert "sampled evaluation: 96.9 % is inside" in done.stdout
+    (run / "eval_summary.json").write_text(json.dumps(dict(summary, global_step=16384)))
+    done = subprocess.run([*script, str(run), "--setting", "tuned"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "unfinished, the expected scores are at 9,994,240 env steps" in done.stdout
+    done = subprocess.run([*script, str(run)], capture_output=True, text=True, timeout=120)  # no checkpoint, no folder
+    assert done.returncode == 2 and "Say --setting paper or --setting tuned" in done.stderr
