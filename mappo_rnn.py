@@ -54,7 +54,9 @@ class Args:
     eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
-    env_id: str = "3m"  # SMAX (3m, ...), smaclite/<map>, MPE (simple_spread_v3[_continuous], ...), hanabi, vmas/<task> [ours]
+    # SMAX (3m, ...), smaclite/<map>, MPE (simple_spread_v3[_continuous], ...), hanabi, vmas/<task>; any other env:
+    # pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's multi-agent convention) [ours]
+    env_id: str = "3m"
     num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
     num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
     total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
@@ -65,6 +67,7 @@ class Args:
     num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
     env_on_device: bool = False  # SMAX, Hanabi, VMAS step on the training device (GPU), outputs to torch uncopied [ours]
     paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 envs, 128 wide, for 2 cores]
+    team_reward: Literal["sum", "mean"] = "sum"  # pz/, gym/ envs: of the agents' rewards [ours: sum, as EPyMARL's tables]
     # SMAX, SMAClite: tuned = SMAX_TUNED over Table 12's values, the named setting of README's hard-map table [ours]
     setting: Literal["paper", "tuned"] = "paper"
 
@@ -473,7 +476,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
     # env setup: the eval envs come first and tell the sizes
     eval_seed = args.seed + 100_000
-    env_args = (args.num_workers, args.num_stacked_frames, device if args.env_on_device else None)  # None: on the host
+    env_args = (args.num_workers, args.num_stacked_frames, device if args.env_on_device else None, args.team_reward)
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
     A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
     N = math.ceil(args.num_steps / args.data_chunk_length) * args.num_envs * A  # chunks per rollout
@@ -943,29 +946,187 @@ class SMACliteVecEnv:
             proc.kill()
 
 
+# Generic ids whose envs end an episode at a step limit with done, not truncated: a step at that limit is a truncation
+# here (it bootstraps). The limits are EPyMARL's time_limit for each (its configs/envs/gymma.yaml and task configs)
+GENERIC_TIME_LIMITS = {"gym/lbforaging:": 50, "gym/rware:": 500}
+
+
+class GenericVecEnv:
+    """Any cooperative multi-agent env by its id, num_envs copies stepped in a loop in this process:
+      pz/<module>:<callable>  a PettingZoo ParallelEnv, made by calling <callable> (pz/mpe2.simple_spread_v3:parallel_env)
+      gym/<id>                a Gymnasium env of EPyMARL's convention: Tuple observation and action spaces, a list of
+                              rewards (or one team reward), done and truncated as one flag or a list; gym/<module>:<id>
+                              imports <module> first, which registers <id> (gym/lbforaging:Foraging-8x8-2p-2f-coop-v3)
+    Observations: Box, or PettingZoo's {"observation": Box, "action_mask": ...}; actions: Discrete for every agent, or
+    Box for every agent. Agents are padded to the largest observation and action sizes (padded actions unavailable).
+    Action masks: that "action_mask", else an info key "action_mask". A PettingZoo agent is alive while the env returns
+    its observation. Env state: the env's state() where it has one, else all observations. Team reward: the sum or
+    mean (--team-reward) of the agents' rewards. Terminated and truncated as the env says them, but a step at a time
+    limit (the gym spec's, or GENERIC_TIME_LIMITS') is a truncation."""
+
+    has_wins = False
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return {}
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None, team_reward="sum"):
+        from gymnasium.spaces import Box, Dict, Discrete
+
+        self.kind, name = env_id.split("/", 1)
+        self.envs = [make_generic(self.kind, name, env_id) for _ in range(num_envs)]
+        self.seeds, self.team_reward = [seed + i for i in range(num_envs)], team_reward
+        env = self.envs[0]
+        if self.kind == "pz":
+            self.agents = list(env.possible_agents)
+            obs_spaces = [env.observation_space(a) for a in self.agents]
+            act_spaces = [env.action_space(a) for a in self.agents]
+        else:
+            obs_spaces, act_spaces = list(env.observation_space.spaces), list(env.action_space.spaces)
+            self.agents = list(range(len(act_spaces)))
+        # PettingZoo's action-mask convention: the observation is a dict of the observation and the mask
+        self.mask_in_obs = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
+        obs_spaces = [sp["observation"] if in_obs else sp for sp, in_obs in zip(obs_spaces, self.mask_in_obs)]
+        for sp in obs_spaces:
+            check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box (nor a dict of one and a mask)")
+        self.continuous = all(isinstance(sp, Box) for sp in act_spaces)
+        discrete = all(isinstance(sp, Discrete) for sp in act_spaces)
+        check(self.continuous or discrete, f"{env_id}: actions must be Discrete for every agent or Box for every agent")
+        self.obs_dims = [int(np.prod(sp.shape)) for sp in obs_spaces]
+        self.act_dims = np.array([int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces])
+        if self.continuous:  # (A,U) bounds
+            check(len(set(self.act_dims)) == 1, f"{env_id}: agents with different Box action sizes are not supported")
+            self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])
+            self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])
+        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(self.act_dims.max())
+        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, O, U
+        self.state_dim, self.has_state = A * O, False  # all observations, unless the env has a state() of its own
+        if callable(getattr(env.unwrapped, "state", None)):  # PettingZoo's ParallelEnv has one, which may raise
+            env.reset(seed=seed)
+            with contextlib.suppress(NotImplementedError):
+                self.state_dim, self.has_state = int(np.size(env.unwrapped.state())), True
+        self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
+        self.time_limit = next((steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)), None)
+        if self.time_limit is None and self.kind == "gym":
+            self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
+        self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
+
+    def observe(self, env, obs, infos, gone=()) -> dict:
+        """One env's observations and infos -> its rows: obs (A,O) zero-padded, env_state, avail (A,U), alive (A,).
+        gone: the PettingZoo agents that this step ended (dead from here on, though the env gave their last observation)."""
+        row = dict(obs=np.zeros((self.num_agents, self.obs_dim), np.float32), avail=self.avail.copy())
+        row["alive"] = np.ones(self.num_agents, dtype=bool)
+        for j, agent in enumerate(self.agents):
+            if self.kind == "pz" and (agent not in obs or agent in gone):  # dead: zeros
+                row["alive"][j] = False
+                continue
+            agent_obs, info = obs[agent], infos.get(agent, {}) if self.kind == "pz" else infos
+            mask = agent_obs["action_mask"] if self.mask_in_obs[j] else info.get("action_mask")
+            if mask is not None:
+                mask = mask if self.kind == "pz" or self.mask_in_obs[j] else mask[j]  # gym: one info, a mask per agent
+                row["avail"][j, : self.act_dims[j]] = np.asarray(mask, dtype=bool)
+            agent_obs = agent_obs["observation"] if self.mask_in_obs[j] else agent_obs
+            row["obs"][j, : self.obs_dims[j]] = np.asarray(agent_obs, np.float32).reshape(-1)
+        state = env.unwrapped.state() if self.has_state else row["obs"]
+        return dict(row, env_state=np.asarray(state, np.float32).reshape(-1))
+
+    def step_one(self, e: int, actions) -> dict:
+        """Env e steps with actions (A,) or (A,U) -> its rows after an auto-reset, and how its step ended"""
+        env = self.envs[e]
+        if self.kind == "pz":
+            live = list(env.agents)
+            obs, rewards, terms, truncs, infos = env.step({a: act for a, act in zip(self.agents, actions) if a in live})
+            rewards = [rewards.get(a, 0.0) for a in live]
+            dead = [a for a in live if terms.get(a, False)]
+            timed_out = [a for a in live if truncs.get(a, False) and a not in dead]
+            ended = not env.agents or len(dead) + len(timed_out) == len(live)
+            terminated, truncated = ended and not timed_out, ended and bool(timed_out)
+            # gone: dead from here on; at a truncation of the episode its agents stay alive in the final observation
+            gone = dead if ended else dead + timed_out
+        else:
+            gone = ()
+            obs, rewards, done, truncs, infos = env.step(tuple(actions))
+            terminated, truncated = bool(np.all(done)), bool(np.all(truncs))
+        self.steps[e] += 1
+        if self.time_limit is not None and self.steps[e] >= self.time_limit:
+            terminated, truncated = False, True
+        reward = np.sum(rewards) if self.team_reward == "sum" else np.mean(rewards)
+        final = self.observe(env, obs, infos, gone)
+        row = final
+        if terminated or truncated:
+            self.steps[e] = 0
+            row = self.observe(env, *env.reset())
+        outcome = dict(reward=np.float32(reward), terminated=terminated, truncated=truncated and not terminated, won=False)
+        return dict(row, **outcome, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+
+    def reset(self) -> dict:
+        seeds, self.seeds = self.seeds, [None] * self.num_envs  # the seeds are for the first reset only
+        self.steps[:] = 0
+        rows = [self.observe(env, *env.reset(seed=s)) for env, s in zip(self.envs, seeds)]
+        return {k: np.stack([row[k] for row in rows]) for k in rows[0]}
+
+    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
+        actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
+        rows = [self.step_one(e, env_actions) for e, env_actions in enumerate(actions)]
+        return {k: np.stack([row[k] for row in rows]) for k in rows[0]}
+
+    def close(self):
+        for env in self.envs:
+            env.close()
+
+
+def make_generic(kind: str, name: str, env_id: str):
+    """One env of a generic id; an id that does not import or make exits 2 with one line"""
+    import gymnasium as gym
+
+    usage = f"{env_id!r}: a generic id is pz/<module>:<callable> (a PettingZoo ParallelEnv) or gym/<registered id>"
+    check(kind in ("pz", "gym") and bool(name) and (kind == "gym" or ":" in name), usage)
+    try:
+        if kind == "pz":
+            module, attr = name.split(":", 1)
+            env = getattr(importlib.import_module(module), attr)()
+        else:
+            env = gym.make(name, disable_env_checker=True)
+    except (ImportError, AttributeError, gym.error.Error) as e:
+        check(False, f"{env_id}: cannot make it ({type(e).__name__}: {e})")
+    if kind == "pz":
+        from pettingzoo import AECEnv
+
+        check(not isinstance(env, AECEnv), f"{env_id}: a PettingZoo AEC env: give its parallel_env")
+        check(hasattr(env, "possible_agents") and hasattr(env, "action_space"), f"{env_id}: not a PettingZoo ParallelEnv")
+    else:
+        tuples = all(isinstance(sp, gym.spaces.Tuple) for sp in (env.observation_space, env.action_space))
+        check(tuples, f"{env_id}: not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)")
+    return env
+
+
 # the registry: a new backend is a class and its entry
 ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
 
 
 def env_backend(env_id: str):
     """The backend of env_id; exits 2 with every valid id when there is none."""
+    if env_id.startswith(("pz/", "gym/")):
+        return GenericVecEnv
     backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)  # MPE and Hanabi ids import nothing
     if backend is None:
         check(not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
         valid = "".join(
             f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS
         )
-        check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}")
+        generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
+        check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
     return backend
 
 
-def make_env(env_id: str, num_envs: int, seed: int, num_workers: int = 0, num_stacked_frames: int = 1, device=None):
+def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device=None, team_reward="sum"):
     """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors (SMAX, Hanabi, VMAS)"""
     backend = env_backend(env_id)
     if device is not None:
         check(backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv), f"--env-on-device: {env_id} steps on the host only")
         check(num_stacked_frames == 1, "--env-on-device: stacked frames (--num-stacked-frames) are host-only")
-    envs = backend(env_id, num_envs, seed, num_workers, device)
+    options = dict(team_reward=team_reward) if backend is GenericVecEnv else {}  # the others have one team reward
+    envs = backend(env_id, num_envs, seed, num_workers, device, **options)
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 
@@ -1184,7 +1345,8 @@ class Run:
         self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
         if ckpt:
             restore(self.parts, ckpt, args.resume)
-        self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+        self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.run_name = self.run_name.replace("/", "-").replace(":", "-")  # a folder name: no / nor : of an env id
         self.global_step, self.iteration, self.evals = 0, 0, []
         if args.resume:  # the step counters, the eval history and the run directory go on
             self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]

@@ -84,8 +84,9 @@ plan() {  # one command line per run still to do; with "keep", no runs: what KEE
   for env in $ENV_IDS; do
     for seed in ${SEEDS:-$(seq 1 "$NUM_SEEDS")}; do
       steps=${TOTAL_TIMESTEPS:-$(budget "$env")}
-      log="${env//\//-}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
-      name="${env//\//-}__${exp}__${seed}__"
+      safe=${env//\//-} && safe=${safe//:/-}  # the run folder's name: / and : of an env id become -, as the scripts do
+      log="${safe}_${exp}_seed${seed}.log"  # one folder may hold the runs of several scripts
+      name="${safe}__${exp}__${seed}__"
       ckpt=$(ls -t "$OUT"/runs/"$name"*/"$exp.pt" 2>/dev/null | head -n 1 || true)
       kept=$(ls -t "$KEEP/$name"*.pt 2>/dev/null | head -n 1 || true)
       summary=$(ls -t "$KEEP/$name"*.json.gz 2>/dev/null | head -n 1 || true)
