@@ -4,6 +4,18 @@
 # backends and plumbing.
 # ruff: noqa: E402 (the imports below come after setting what they read at import, and after STARTED_BY)
 import os
+import signal
+import sys
+
+# the learner's (an env client ignores Ctrl-C: the learner stops it)
+if __name__ == "__main__" and "client" not in sys.argv:  # a stop before training starts: one line and exit 130
+
+    def stop_before_training(signum, frame):
+        print(f"stopped ({signal.Signals(signum).name}) before training started: nothing to save", file=sys.stderr)
+        raise SystemExit(130)
+
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+        signal.signal(stop_signal, stop_before_training)
 
 STARTED_BY = os.getppid()  # taken before the slow imports: a client stops when the process that started it is gone
 os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
@@ -20,10 +32,9 @@ import multiprocessing as mp
 import queue
 import random
 import shutil
-import signal
+import zipfile
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -665,6 +676,16 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
+    """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a generator of their own (so
+    training draws the same numbers) -> (win rate, return[, sampled win rate, sampled return]); None after a stop"""
+    result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, stop)
+    if result is not None and args.eval_sampled:
+        sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, stop, generator)
+        result = None if sampled is None else result + sampled
+    return result
+
+
 # ================================== ALGO LOGIC: training loop =====================================
 def train(args: Args, ckpt: Optional[dict] = None):
     # TRY NOT TO MODIFY: seeding
@@ -696,10 +717,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
     eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
     if args.eval_only:
-        greedy = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device)
-        if args.eval_sampled:
-            greedy += evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, (), eval_generator)
-        return report_eval_only(args, eval_envs, greedy)
+        return report_eval_only(args, eval_envs, evaluation(actor, eval_envs, args, agent_ids, device, (), eval_generator))
 
     # ASYNC: the env clients join; the inference server acts while the learner trains [Async MAPPO: SEED]
     layout = message_layout(args.num_envs // (args.num_clients * args.num_splits), A, O, S_env, U)  # k envs per split
@@ -708,6 +726,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     critic_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: carried from rollout to rollout
     start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
     run.start()
+    if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
+        run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
     for iteration in range(run.iteration + 1, run.num_iterations + 1):
         iteration_start = time.time()
         if args.anneal_lr:
@@ -762,10 +782,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
         if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == run.num_iterations):
             eval_start = time.time()
-            result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals)  # None after a stop
-            if result is not None and args.eval_sampled:  # a generator of its own: training draws the same numbers
-                sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, run.signals, eval_generator)
-                result = None if sampled is None else result + sampled
+            result = evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator)
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
     run.finish(acting)
@@ -787,6 +804,23 @@ class JaxVecEnv:
             return key, *jax.vmap(one)(jax.random.split(sub, num_envs), *inputs)
 
         return JaxVecEnv.jitted.setdefault((env_id, one.__name__, num_envs), jax.jit(call))
+
+    @staticmethod
+    def auto_reset(reset_one, step_env):
+        """step_one(key, state, actions) from step_env(key, state, actions) -> (state, what it observed, outcome, done):
+        where done, the env starts its next episode and gives its first observation; final_* keep what the step saw"""
+        import jax
+
+        def step_one(key, st, actions):
+            step_key, reset_key = jax.random.split(key)
+            st, final, outcome, done = step_env(step_key, st, actions)
+            reset_st, reset_out = reset_one(reset_key)
+            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
+            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
+            finals = dict(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+            return st, dict(out, **outcome, **finals)
+
+        return step_one
 
     def seed_and_place(self, seed: int, device):
         """The env key; with a device (--env-on-device) JAX must run on the same kind of device as torch (DLPack)"""
@@ -832,7 +866,6 @@ class SMAXVecEnv(JaxVecEnv):
         return SMAC_MAP_PRESETS.get(env_id, {})
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
-        import jax
         import jax.numpy as jnp
 
         with quiet():
@@ -856,19 +889,14 @@ class SMAXVecEnv(JaxVecEnv):
             _, st = env.reset(key)
             return st, observe(st)
 
-        def step_one(key, st, actions):
-            step_key, reset_key = jax.random.split(key)
-            _, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(env.agents)})
-            final = observe(st)
+        def step_env(key, st, actions):
+            _, st, rewards, dones, _ = env.step_env(key, st, {a: actions[i] for i, a in enumerate(env.agents)})
             allies_dead, enemies_dead = ~st.state.unit_alive[:A].any(), ~st.state.unit_alive[A:].any()
             terminated, done = allies_dead | enemies_dead, dones["__all__"]
-            reset_st, reset_out = reset_one(reset_key)
-            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
-            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
-            out.update(reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
-            out.update(won=enemies_dead & ~allies_dead, final_obs=final["obs"], final_state=final["env_state"])
-            return st, dict(out, final_alive=final["alive"])
+            outcome = dict(reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
+            return st, observe(st), dict(outcome, won=enemies_dead & ~allies_dead), done
 
+        step_one = self.auto_reset(reset_one, step_env)
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self.seed_and_place(seed, device)
 
@@ -912,17 +940,13 @@ class HanabiVecEnv(JaxVecEnv):
             obs, st = env.reset(key)
             return st, pack(obs, st)
 
-        def step_one(key, st, actions):
-            step_key, reset_key = jax.random.split(key)
-            obs, st, rewards, dones, _ = env.step_env(step_key, st, {a: actions[i] for i, a in enumerate(agents)})
-            final, done = pack(obs, st), dones["__all__"]
-            reset_st, reset_out = reset_one(reset_key)
-            st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
-            out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
-            never = jnp.zeros_like(done)  # no time limit, no win
-            out.update(reward=rewards["__all__"], terminated=done, truncated=never, won=never)
-            return st, dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+        def step_env(key, st, actions):
+            obs, st, rewards, dones, _ = env.step_env(key, st, {a: actions[i] for i, a in enumerate(agents)})
+            never = jnp.zeros_like(dones["__all__"])  # no time limit, no win
+            outcome = dict(reward=rewards["__all__"], terminated=dones["__all__"], truncated=never, won=never)
+            return st, pack(obs, st), outcome, dones["__all__"]
 
+        step_one = self.auto_reset(reset_one, step_env)
         self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
         self.seed_and_place(seed, device)
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
@@ -930,12 +954,186 @@ class HanabiVecEnv(JaxVecEnv):
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
 
 
-class MPEVecEnv:
-    """PettingZoo MPE (mpe2), parallel API, stepped in a loop (it is cheap). Discrete actions, or continuous ones
-    (<task>_continuous: forces in [0, 1], where the agents' action sizes agree). Agents are padded to the largest obs
-    and action sizes (padded actions unavailable); team reward = the agents' mean; env state = all obs."""
+# Generic ids whose envs end an episode at a step limit with done, not truncated: a step at that limit is a truncation
+# here (it bootstraps). The limits are EPyMARL's time_limit for each (its configs/envs/gymma.yaml and task configs)
+GENERIC_TIME_LIMITS = {"gym/lbforaging:": 50, "gym/rware:": 500}
 
-    has_wins, continuous = False, False  # continuous: set per env id
+
+class GenericVecEnv:
+    """Any cooperative multi-agent env by its id, num_envs copies stepped in a loop in this process:
+      pz/<module>:<callable>  a PettingZoo ParallelEnv, made by calling <callable> (pz/mpe2.simple_spread_v3:parallel_env)
+      gym/<id>                a Gymnasium env of EPyMARL's convention: Tuple observation and action spaces, a list of
+                              rewards (or one team reward), done and truncated as one flag or a list; gym/<module>:<id>
+                              imports <module> first, which registers <id> (gym/lbforaging:Foraging-8x8-2p-2f-coop-v3)
+    Observations: Box, or PettingZoo's {"observation": Box, "action_mask": ...}; actions: Discrete for every agent, or
+    Box for every agent. Agents are padded to the largest observation and action sizes (padded actions unavailable).
+    Action masks: that "action_mask", else an info key "action_mask". A PettingZoo agent is alive while the env returns
+    its observation. Env state: the env's state() where it has one, else all observations. Team reward: the sum or
+    mean (--team-reward) of the agents' rewards. Terminated and truncated as the env says them, but a step at a time
+    limit (the gym spec's, or GENERIC_TIME_LIMITS') is a truncation."""
+
+    has_wins = False
+
+    @staticmethod
+    def presets(env_id: str, paper_preset: bool) -> dict:
+        return {}
+
+    def __init__(self, env_id, num_envs, seed, num_workers=0, device=None, team_reward="sum", make=None, use_state=True):
+        """make: a callable that makes one env, in place of the id's (MPE's); use_state: the env's state() if it has one"""
+        from gymnasium.spaces import Box, Dict, Discrete
+
+        self.kind, name = env_id.split("/", 1)
+        self.envs = [make() if make else make_generic(self.kind, name, env_id) for _ in range(num_envs)]
+        self.seeds, self.team_reward = [seed + i for i in range(num_envs)], team_reward
+        env = self.envs[0]
+        if self.kind == "pz":
+            self.agents = list(env.possible_agents)
+            obs_spaces = [env.observation_space(a) for a in self.agents]
+            act_spaces = [env.action_space(a) for a in self.agents]
+        else:
+            obs_spaces, act_spaces = list(env.observation_space.spaces), list(env.action_space.spaces)
+            self.agents = list(range(len(act_spaces)))
+        # PettingZoo's action-mask convention: the observation is a dict of the observation and the mask
+        self.mask_in_obs = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
+        obs_spaces = [sp["observation"] if in_obs else sp for sp, in_obs in zip(obs_spaces, self.mask_in_obs)]
+        for sp in obs_spaces:
+            check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box (nor a dict of one and a mask)")
+        self.continuous = all(isinstance(sp, Box) for sp in act_spaces)
+        discrete = all(isinstance(sp, Discrete) for sp in act_spaces)
+        check(self.continuous or discrete, f"{env_id}: actions must be Discrete for every agent or Box for every agent")
+        self.obs_dims = [int(np.prod(sp.shape)) for sp in obs_spaces]
+        self.act_dims = np.array([int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces])
+        if self.continuous:  # (A,U) bounds
+            check(len(set(self.act_dims)) == 1, f"{env_id}: agents with different Box action sizes are not supported")
+            self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])
+            self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])
+        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(self.act_dims.max())
+        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, O, U
+        self.state_dim, self.has_state = A * O, False  # all observations, unless the env has a state() of its own
+        if use_state and callable(getattr(env.unwrapped, "state", None)):  # PettingZoo's has one, which may raise
+            env.reset(seed=seed)
+            with contextlib.suppress(NotImplementedError):
+                self.state_dim, self.has_state = int(np.size(env.unwrapped.state())), True
+        self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
+        self.time_limit = next((steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)), None)
+        if self.time_limit is None and self.kind == "gym":
+            self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
+        self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
+
+    def batch(self) -> dict:
+        """Empty outputs of all envs: obs (E,A,O) zero-padded, env_state (E,S_env), avail (E,A,U), alive (E,A)"""
+        E, A = self.num_envs, self.num_agents
+        out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32), env_state=np.zeros((E, self.state_dim), np.float32))
+        return dict(out, avail=np.broadcast_to(self.avail, (E, *self.avail.shape)).copy(), alive=np.ones((E, A), bool))
+
+    def observe(self, out: dict, e: int, env, obs, infos, gone=()):
+        """Writes env e's observations and infos into row e of out (batch()'s arrays). gone: the PettingZoo agents that
+        this step ended (dead from here on, though the env gave their last observation). Without the env's state(),
+        env_state is written for all rows at once (every observation, finish())."""
+        for j, agent in enumerate(self.agents):
+            if self.kind == "pz" and (agent not in obs or agent in gone):  # dead: zeros
+                out["alive"][e, j] = False
+                continue
+            agent_obs, info = obs[agent], infos.get(agent, {}) if self.kind == "pz" else infos
+            mask = agent_obs["action_mask"] if self.mask_in_obs[j] else info.get("action_mask")
+            if mask is not None:
+                mask = mask if self.kind == "pz" or self.mask_in_obs[j] else mask[j]  # gym: one info, a mask per agent
+                out["avail"][e, j, : self.act_dims[j]] = mask
+            agent_obs = agent_obs["observation"] if self.mask_in_obs[j] else agent_obs
+            out["obs"][e, j, : self.obs_dims[j]] = np.ravel(agent_obs)
+        if self.has_state:
+            out["env_state"][e] = np.ravel(env.unwrapped.state())
+
+    def finish(self, out: dict) -> dict:
+        """out with its env_state, where the env has no state() of its own: every observation (E,A*O)"""
+        if not self.has_state:
+            out["env_state"] = out["obs"].reshape(self.num_envs, -1)
+        return out
+
+    def step_one(self, e: int, actions) -> tuple:
+        """Env e steps with actions (A,) or (A,U) -> what it gave, and its team reward, terminated, truncated"""
+        env = self.envs[e]
+        if self.kind == "pz":
+            live = list(env.agents)
+            obs, rewards, terms, truncs, infos = env.step({a: act for a, act in zip(self.agents, actions) if a in live})
+            rewards = [rewards.get(a, 0.0) for a in live]
+            dead = [a for a in live if terms.get(a, False)]
+            timed_out = [a for a in live if truncs.get(a, False) and a not in dead]
+            ended = not env.agents or len(dead) + len(timed_out) == len(live)
+            terminated, truncated = ended and not timed_out, ended and bool(timed_out)
+            # gone: dead from here on; at a truncation of the episode its agents stay alive in the final observation
+            gone = dead if ended else dead + timed_out
+        else:
+            gone = ()
+            obs, rewards, done, truncs, infos = env.step(tuple(actions))
+            terminated, truncated = bool(np.all(done)), bool(np.all(truncs))
+            rewards = np.ravel(rewards).tolist()  # a list per agent, or one team reward
+        self.steps[e] += 1
+        if self.time_limit is not None and self.steps[e] >= self.time_limit:
+            terminated, truncated = False, True
+        reward = sum(rewards) if self.team_reward == "sum" else sum(rewards) / len(rewards)
+        return (obs, infos, gone), reward, terminated, truncated
+
+    def reset(self) -> dict:
+        seeds, self.seeds = self.seeds, [None] * self.num_envs  # the seeds are for the first reset only
+        self.steps[:] = 0
+        out = self.batch()
+        for e, (env, seed) in enumerate(zip(self.envs, seeds)):
+            self.observe(out, e, env, *env.reset(seed=seed))
+        return self.finish(out)
+
+    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
+        actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
+        final = self.batch()
+        outcome = {k: np.zeros(self.num_envs, dtype) for k, dtype in (("reward", np.float32), ("terminated", bool))}
+        outcome.update(truncated=np.zeros(self.num_envs, bool), won=np.zeros(self.num_envs, bool))
+        for e, env_actions in enumerate(actions):
+            given, outcome["reward"][e], terminated, truncated = self.step_one(e, env_actions)
+            self.observe(final, e, self.envs[e], *given)
+            outcome["terminated"][e], outcome["truncated"][e] = terminated, truncated and not terminated
+        final = self.finish(final)
+        out = {key: value.copy() for key, value in final.items()}
+        for e in np.flatnonzero(outcome["terminated"] | outcome["truncated"]):  # the next episode's first observation
+            self.steps[e] = 0
+            out["obs"][e], out["avail"][e], out["alive"][e] = 0.0, self.avail, True
+            self.observe(out, e, self.envs[e], *self.envs[e].reset())
+        finals = dict(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+        return dict(self.finish(out), **outcome, **finals)
+
+    def close(self):
+        for env in self.envs:
+            env.close()
+
+
+def make_generic(kind: str, name: str, env_id: str):
+    """One env of a generic id; an id that does not import or make exits 2 with one line"""
+    import gymnasium as gym
+
+    usage = f"{env_id!r}: a generic id is pz/<module>:<callable> (a PettingZoo ParallelEnv) or gym/<registered id>"
+    check(kind in ("pz", "gym") and bool(name) and (kind == "gym" or ":" in name), usage)
+    try:
+        if kind == "pz":
+            module, attr = name.split(":", 1)
+            env = getattr(importlib.import_module(module), attr)()
+        else:
+            env = gym.make(name, disable_env_checker=True)
+    except (ImportError, AttributeError, gym.error.Error) as e:
+        check(False, f"{env_id}: cannot make it ({type(e).__name__}: {e})")
+    if kind == "pz":
+        from pettingzoo import AECEnv
+
+        check(not isinstance(env, AECEnv), f"{env_id}: a PettingZoo AEC env: give its parallel_env")
+        check(hasattr(env, "possible_agents") and hasattr(env, "action_space"), f"{env_id}: not a PettingZoo ParallelEnv")
+    else:
+        tuples = all(isinstance(sp, gym.spaces.Tuple) for sp in (env.observation_space, env.action_space))
+        check(tuples, f"{env_id}: not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)")
+    return env
+
+
+class MPEVecEnv(GenericVecEnv):
+    """PettingZoo MPE (mpe2), on the generic backend: discrete actions, or continuous ones (<task>_continuous: forces
+    in [0, 1], where the agents' action sizes agree). Agents padded to the largest obs and action sizes (padded actions
+    unavailable); team reward = the agents' mean; env state = all obs (padded: not mpe2's state(), which is unpadded)."""
 
     @staticmethod
     def ids() -> list[str]:
@@ -947,42 +1145,9 @@ class MPEVecEnv:
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         task = env_id.removesuffix("_continuous")
-        module, self.continuous = importlib.import_module(f"mpe2.{task}"), task != env_id
-        self.envs = [module.parallel_env(max_cycles=25, continuous_actions=self.continuous) for _ in range(num_envs)]
-        env, self.seeds = self.envs[0], [seed + i for i in range(num_envs)]  # the seeds are for the first reset only
-        self.agents, self.obs_dims = env.possible_agents, [env.observation_space(a).shape[0] for a in env.possible_agents]
-        spaces = [env.action_space(a) for a in self.agents]
-        act_dims = np.array([space.shape[0] if self.continuous else space.n for space in spaces])
-        if self.continuous:  # (A,U) bounds
-            self.low, self.high = np.stack([sp.low for sp in spaces]), np.stack([sp.high for sp in spaces])
-        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(act_dims.max())
-        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        self.avail = np.broadcast_to(np.arange(U) < act_dims[:, None], (E, A, U)).copy()  # (E,A,U): padding unavailable
-        self.alive = np.ones((E, A), dtype=bool)
-
-    def _pack(self, obs_dicts: list) -> dict:  # one {agent: obs} per env -> the adapter's arrays
-        obs = np.zeros((self.num_envs, self.num_agents, self.obs_dim), dtype=np.float32)  # (E,A,O) zero-padded
-        for j, a in enumerate(self.agents):
-            obs[:, j, : self.obs_dims[j]] = [agent_obs[a] for agent_obs in obs_dicts]
-        return dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive)
-
-    def reset(self) -> dict:
-        seeds, self.seeds = self.seeds, [None] * self.num_envs
-        return self._pack([env.reset(seed=s)[0] for env, s in zip(self.envs, seeds)])
-
-    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
-        actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
-        results = [env.step(dict(zip(self.agents, acts))) for env, acts in zip(self.envs, actions)]
-        terminated = np.array([all(term.values()) for _, _, term, _, _ in results])
-        truncated = np.array([all(trunc.values()) for *_, trunc, _ in results]) & ~terminated
-        final = self._pack([obs for obs, *_ in results])
-        out = self._pack([env.reset()[0] if end else r[0] for env, r, end in zip(self.envs, results, terminated | truncated)])
-        out.update(reward=np.array([sum(r.values()) / self.num_agents for _, r, *_ in results], dtype=np.float32))
-        out.update(terminated=terminated, truncated=truncated, won=np.zeros(self.num_envs, dtype=bool))
-        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
-
-    def close(self):
-        pass
+        module = importlib.import_module(f"mpe2.{task}")
+        make = partial(module.parallel_env, max_cycles=25, continuous_actions=task != env_id)
+        super().__init__(f"pz/mpe2.{task}:parallel_env", num_envs, seed, team_reward="mean", make=make, use_state=False)
 
 
 class VMASVecEnv:
@@ -1149,160 +1314,6 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-# Generic ids whose envs end an episode at a step limit with done, not truncated: a step at that limit is a truncation
-# here (it bootstraps). The limits are EPyMARL's time_limit for each (its configs/envs/gymma.yaml and task configs)
-GENERIC_TIME_LIMITS = {"gym/lbforaging:": 50, "gym/rware:": 500}
-
-
-class GenericVecEnv:
-    """Any cooperative multi-agent env by its id, num_envs copies stepped in a loop in this process:
-      pz/<module>:<callable>  a PettingZoo ParallelEnv, made by calling <callable> (pz/mpe2.simple_spread_v3:parallel_env)
-      gym/<id>                a Gymnasium env of EPyMARL's convention: Tuple observation and action spaces, a list of
-                              rewards (or one team reward), done and truncated as one flag or a list; gym/<module>:<id>
-                              imports <module> first, which registers <id> (gym/lbforaging:Foraging-8x8-2p-2f-coop-v3)
-    Observations: Box, or PettingZoo's {"observation": Box, "action_mask": ...}; actions: Discrete for every agent, or
-    Box for every agent. Agents are padded to the largest observation and action sizes (padded actions unavailable).
-    Action masks: that "action_mask", else an info key "action_mask". A PettingZoo agent is alive while the env returns
-    its observation. Env state: the env's state() where it has one, else all observations. Team reward: the sum or
-    mean (--team-reward) of the agents' rewards. Terminated and truncated as the env says them, but a step at a time
-    limit (the gym spec's, or GENERIC_TIME_LIMITS') is a truncation."""
-
-    has_wins = False
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {}
-
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None, team_reward="sum"):
-        from gymnasium.spaces import Box, Dict, Discrete
-
-        self.kind, name = env_id.split("/", 1)
-        self.envs = [make_generic(self.kind, name, env_id) for _ in range(num_envs)]
-        self.seeds, self.team_reward = [seed + i for i in range(num_envs)], team_reward
-        env = self.envs[0]
-        if self.kind == "pz":
-            self.agents = list(env.possible_agents)
-            obs_spaces = [env.observation_space(a) for a in self.agents]
-            act_spaces = [env.action_space(a) for a in self.agents]
-        else:
-            obs_spaces, act_spaces = list(env.observation_space.spaces), list(env.action_space.spaces)
-            self.agents = list(range(len(act_spaces)))
-        # PettingZoo's action-mask convention: the observation is a dict of the observation and the mask
-        self.mask_in_obs = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
-        obs_spaces = [sp["observation"] if in_obs else sp for sp, in_obs in zip(obs_spaces, self.mask_in_obs)]
-        for sp in obs_spaces:
-            check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box (nor a dict of one and a mask)")
-        self.continuous = all(isinstance(sp, Box) for sp in act_spaces)
-        discrete = all(isinstance(sp, Discrete) for sp in act_spaces)
-        check(self.continuous or discrete, f"{env_id}: actions must be Discrete for every agent or Box for every agent")
-        self.obs_dims = [int(np.prod(sp.shape)) for sp in obs_spaces]
-        self.act_dims = np.array([int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces])
-        if self.continuous:  # (A,U) bounds
-            check(len(set(self.act_dims)) == 1, f"{env_id}: agents with different Box action sizes are not supported")
-            self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])
-            self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])
-        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(self.act_dims.max())
-        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, O, U
-        self.state_dim, self.has_state = A * O, False  # all observations, unless the env has a state() of its own
-        if callable(getattr(env.unwrapped, "state", None)):  # PettingZoo's ParallelEnv has one, which may raise
-            env.reset(seed=seed)
-            with contextlib.suppress(NotImplementedError):
-                self.state_dim, self.has_state = int(np.size(env.unwrapped.state())), True
-        self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
-        self.time_limit = next((steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)), None)
-        if self.time_limit is None and self.kind == "gym":
-            self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
-        self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
-
-    def observe(self, env, obs, infos, gone=()) -> dict:
-        """One env's observations and infos -> its rows: obs (A,O) zero-padded, env_state, avail (A,U), alive (A,).
-        gone: the PettingZoo agents that this step ended (dead from here on, though the env gave their last observation)."""
-        row = dict(obs=np.zeros((self.num_agents, self.obs_dim), np.float32), avail=self.avail.copy())
-        row["alive"] = np.ones(self.num_agents, dtype=bool)
-        for j, agent in enumerate(self.agents):
-            if self.kind == "pz" and (agent not in obs or agent in gone):  # dead: zeros
-                row["alive"][j] = False
-                continue
-            agent_obs, info = obs[agent], infos.get(agent, {}) if self.kind == "pz" else infos
-            mask = agent_obs["action_mask"] if self.mask_in_obs[j] else info.get("action_mask")
-            if mask is not None:
-                mask = mask if self.kind == "pz" or self.mask_in_obs[j] else mask[j]  # gym: one info, a mask per agent
-                row["avail"][j, : self.act_dims[j]] = np.asarray(mask, dtype=bool)
-            agent_obs = agent_obs["observation"] if self.mask_in_obs[j] else agent_obs
-            row["obs"][j, : self.obs_dims[j]] = np.asarray(agent_obs, np.float32).reshape(-1)
-        state = env.unwrapped.state() if self.has_state else row["obs"]
-        return dict(row, env_state=np.asarray(state, np.float32).reshape(-1))
-
-    def step_one(self, e: int, actions) -> dict:
-        """Env e steps with actions (A,) or (A,U) -> its rows after an auto-reset, and how its step ended"""
-        env = self.envs[e]
-        if self.kind == "pz":
-            live = list(env.agents)
-            obs, rewards, terms, truncs, infos = env.step({a: act for a, act in zip(self.agents, actions) if a in live})
-            rewards = [rewards.get(a, 0.0) for a in live]
-            dead = [a for a in live if terms.get(a, False)]
-            timed_out = [a for a in live if truncs.get(a, False) and a not in dead]
-            ended = not env.agents or len(dead) + len(timed_out) == len(live)
-            terminated, truncated = ended and not timed_out, ended and bool(timed_out)
-            # gone: dead from here on; at a truncation of the episode its agents stay alive in the final observation
-            gone = dead if ended else dead + timed_out
-        else:
-            gone = ()
-            obs, rewards, done, truncs, infos = env.step(tuple(actions))
-            terminated, truncated = bool(np.all(done)), bool(np.all(truncs))
-        self.steps[e] += 1
-        if self.time_limit is not None and self.steps[e] >= self.time_limit:
-            terminated, truncated = False, True
-        reward = np.sum(rewards) if self.team_reward == "sum" else np.mean(rewards)
-        final = self.observe(env, obs, infos, gone)
-        row = final
-        if terminated or truncated:
-            self.steps[e] = 0
-            row = self.observe(env, *env.reset())
-        outcome = dict(reward=np.float32(reward), terminated=terminated, truncated=truncated and not terminated, won=False)
-        return dict(row, **outcome, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
-
-    def reset(self) -> dict:
-        seeds, self.seeds = self.seeds, [None] * self.num_envs  # the seeds are for the first reset only
-        self.steps[:] = 0
-        rows = [self.observe(env, *env.reset(seed=s)) for env, s in zip(self.envs, seeds)]
-        return {k: np.stack([row[k] for row in rows]) for k in rows[0]}
-
-    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
-        actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
-        rows = [self.step_one(e, env_actions) for e, env_actions in enumerate(actions)]
-        return {k: np.stack([row[k] for row in rows]) for k in rows[0]}
-
-    def close(self):
-        for env in self.envs:
-            env.close()
-
-
-def make_generic(kind: str, name: str, env_id: str):
-    """One env of a generic id; an id that does not import or make exits 2 with one line"""
-    import gymnasium as gym
-
-    usage = f"{env_id!r}: a generic id is pz/<module>:<callable> (a PettingZoo ParallelEnv) or gym/<registered id>"
-    check(kind in ("pz", "gym") and bool(name) and (kind == "gym" or ":" in name), usage)
-    try:
-        if kind == "pz":
-            module, attr = name.split(":", 1)
-            env = getattr(importlib.import_module(module), attr)()
-        else:
-            env = gym.make(name, disable_env_checker=True)
-    except (ImportError, AttributeError, gym.error.Error) as e:
-        check(False, f"{env_id}: cannot make it ({type(e).__name__}: {e})")
-    if kind == "pz":
-        from pettingzoo import AECEnv
-
-        check(not isinstance(env, AECEnv), f"{env_id}: a PettingZoo AEC env: give its parallel_env")
-        check(hasattr(env, "possible_agents") and hasattr(env, "action_space"), f"{env_id}: not a PettingZoo ParallelEnv")
-    else:
-        tuples = all(isinstance(sp, gym.spaces.Tuple) for sp in (env.observation_space, env.action_space))
-        check(tuples, f"{env_id}: not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)")
-    return env
-
-
 # the registry: a new backend is a class and its entry
 ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
 
@@ -1449,8 +1460,17 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
 
 
 def load_checkpoint(path: str) -> dict:
-    """A checkpoint of this script, loaded with weights_only=True; anything else exits 2 with one line."""
+    """A checkpoint of this script (a file, or the run folder it is in), its archive's checksums checked, loaded with
+    weights_only=True; anything else exits 2 with one line naming the file."""
+    if os.path.isdir(path):  # a run folder: runs/<run name>/<exp name>.pt, the exp name by default the script's
+        inside = [os.path.join(path, name) for name in os.listdir(path) if name.endswith(".pt")]
+        check(len(inside) == 1, f"{path!r} is a folder with {len(inside)} checkpoints (*.pt) in it: name the file")
+        path = inside[0]
     check(os.path.isfile(path), f"checkpoint {path!r} does not exist")
+    with contextlib.suppress(zipfile.BadZipFile):  # torch writes a zip archive, with a CRC-32 of every member
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()  # the first member whose bytes do not match their checksum
+        check(damaged is None, f"{path!r} is corrupted: its part {damaged} fails its checksum")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception:  # not a torch file, or one that holds more than tensors and plain values
@@ -1467,13 +1487,16 @@ def save_checkpoint(path: str, parts: dict, **values):
     os.replace(f"{path}.tmp", path)
 
 
-def restore(parts: dict, ckpt: dict, resume: bool):
-    """The checkpoint's networks into parts (actor, critic), and with --resume its optimisers too."""
+def restore(parts: dict, ckpt: dict, resume: bool, env_id: str):
+    """The checkpoint's networks into parts (actor, critic), and with --resume its optimisers too. A network or env
+    flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's exits 2 naming the first part that differs."""
     for name in list(parts)[: 4 if resume else 2]:
         try:
             parts[name].load_state_dict(ckpt[name])
-        except RuntimeError as e:  # a network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's
-            check(False, f"the checkpoint's networks do not match these flags: {' '.join(str(e).split())[:300]}")
+        except (RuntimeError, ValueError) as e:  # torch's message: a header line, then one line per mismatch
+            first = next((line.strip() for line in str(e).splitlines()[1:] if line.strip()), str(e).strip())
+            envs = f"the checkpoint's --env-id {ckpt['args']['env_id']}, these flags' {env_id}"
+            check(False, f"the checkpoint's networks do not match these flags: {name}: {first} ({envs})")
 
 
 def rendezvous(args: Args) -> list:
@@ -1604,7 +1627,8 @@ def status_line(step: int, total: int, wall_sps: float, latest: dict, has_wins: 
 def report_eval_only(args: Args, eval_envs, result: tuple[float, ...]):
     """--eval-only's output: greedy, then sampled with --eval-sampled."""
     eval_envs.close()
-    print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} episodes each")
+    modes = "greedy, then as many sampled" if args.eval_sampled else "greedy"
+    print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} episodes {modes}")
     for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
         print(f"{mode}: " + (f"win_rate={win:.4f} " if eval_envs.has_wins else "") + f"episodic_return={ret:.4f}")
 
@@ -1618,7 +1642,7 @@ class Run:
         self.args, self.eval_envs, self.has_wins, self.signals, self.error = args, eval_envs, eval_envs.has_wins, [], None
         self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
         if ckpt:
-            restore(self.parts, ckpt, args.resume)
+            restore(self.parts, ckpt, args.resume, args.env_id)
         self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         self.run_name = self.run_name.replace("/", "-").replace(":", "-")  # a folder name: no / nor : of an env id
         self.global_step, self.iteration, self.evals = 0, 0, []
@@ -1640,7 +1664,10 @@ class Run:
             signal.signal(sig, self.stop)
         if self.total != self.args.total_timesteps:
             print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
-        print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
+        if self.args.resume:
+            print(f"{self.args.env_id}: resumed at step {self.global_step}, training to step {self.total}", flush=True)
+        else:
+            print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
 
     def stop(self, signum, frame):  # only a flag that the loops read: nothing is raised inside an update, a compile, a gc
         self.signals.append(signum)
@@ -1667,16 +1694,31 @@ class Run:
         stats.update(episode_stats(episodes, self.has_wins))
         if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
             train = float(stats.get("charts/win_rate" if self.has_wins else "charts/episodic_return", np.nan))
-            sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
-            self.evals.append([self.global_step, *result[:2], time.time() - self.start_time, train, *sampled])
-            tags = ("eval/win_rate", "eval/episodic_return", "eval/sampled_win_rate", "eval/sampled_episodic_return")
-            stats.update({tag: v for tag, v in zip(tags, result) if self.has_wins or "win_rate" not in tag})
+            stats.update(self.record_evaluation(result, train))
         for tag, value in stats.items():
             self.writer.add_scalar(tag, value, self.global_step)
         self.latest.update(stats)
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
         self.show_progress(self.global_step, force=iteration in (1, self.num_iterations))
+
+    def record_evaluation(self, result: tuple, train_score: float) -> dict:
+        """An evaluation at this step into the history (train_score: the rollout's before it) -> its tags for the logs"""
+        sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
+        self.evals.append([self.global_step, *result[:2], time.time() - self.start_time, train_score, *sampled])
+        tags = ("eval/win_rate", "eval/episodic_return", "eval/sampled_win_rate", "eval/sampled_episodic_return")
+        return {tag: v for tag, v in zip(tags, result) if self.has_wins or "win_rate" not in tag}
+
+    def missed_evaluation(self) -> bool:
+        """A resumed run whose last update was due an evaluation that a stop cut short: it is made up first"""
+        due = self.args.eval_interval and self.iteration and self.iteration % self.args.eval_interval == 0
+        return bool(self.args.resume and due and (not self.evals or self.evals[-1][0] < self.global_step))
+
+    def make_up_evaluation(self, result: Optional[tuple]):
+        """The cut evaluation (missed_evaluation), at the step it was due, logged; None: stopped again"""
+        if result is not None:
+            for tag, value in self.record_evaluation(result, math.nan).items():
+                self.writer.add_scalar(tag, value, self.global_step)
 
     def save(self):
         """A checkpoint of the run as it stands (save_checkpoint)."""
@@ -1690,6 +1732,8 @@ class Run:
         if self.signals or self.error or self.args.save_model or self.args.resume:
             self.save()
             print(f"checkpoint at step {self.global_step}: {self.path}")
+            if self.global_step < self.total:
+                print(f"to go on: python {os.path.basename(__file__)} --resume {self.path}")
         if self.evals:
             head = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
             write_eval_summary(f"runs/{self.run_name}/eval_summary.json", head, self.evals, self.has_wins)

@@ -12,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The benchmark scripts that tests start call a bare `python`: this interpreter's, however pytest was started (an
+# activated venv, or its python called by path)
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
 # One persistent JAX compilation cache for the whole session, in this process (set before anything imports jax) and in
 # every script the tests start: SMAX compiles once.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="cleanmappo_jax_cache_"))

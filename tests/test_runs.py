@@ -260,6 +260,58 @@ def test_checkpoint_flag_errors(train, tmp_path, capsys, script):
     assert "exclusive" in exits_2(capsys, script, "--resume", path, "--eval-only", path)
 
 
+def flip_member(path: Path, tensor: torch.Tensor) -> str:
+    """Flips up to 1,024 bytes of the archive member that holds tensor's data (torch keeps each storage as one member
+    of its zip archive), in place -> that member's name"""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        raw = tensor.numpy().tobytes()
+        [info] = [i for i in archive.infolist() if archive.read(i.filename) == raw]
+    data = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little")
+    start += int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little")  # local header's extra
+    for i in range(start, start + min(1024, info.file_size)):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return info.filename
+
+
+@pytest.mark.parametrize("part", ["actor", "actor_optimizer"])
+def test_a_corrupted_checkpoint_is_refused_naming_the_file(train, tmp_path, capsys, part):
+    """Bytes flipped in the actor's weights or in its optimiser's state: torch still loads the file (so the scores
+    would silently change), but --eval-only and --resume exit 2 with one line naming the file and the damaged part"""
+    mpe = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "2", "--num-steps", "25", "--update-epochs", "1"]
+    assert train("mappo.py", *mpe, "--total-timesteps", "50", "--eval-episodes", "2", "--save-model") == 0
+    [run] = run_dirs(tmp_path)
+    path = Path(run) / "mappo.pt"
+    ckpt = torch.load(path, weights_only=True)
+    tensor = next(iter(ckpt["actor"].values())) if part == "actor" else ckpt["actor_optimizer"]["state"][0]["exp_avg"]
+    member = flip_member(path, tensor)
+    torch.load(path, weights_only=True)  # loads: nothing but the checksums tells
+    for flag in ("--eval-only", "--resume"):
+        err = exits_2(capsys, "mappo.py", flag, path)
+        assert err == f"error: {str(path)!r} is corrupted: its part {member} fails its checksum\n"
+
+
+def test_a_run_folder_is_taken_for_its_checkpoint_and_a_mismatch_names_both_env_ids(train, tmp_path, capsys):
+    """--eval-only and --resume take a run folder (runs/<run name>) for the checkpoint in it; a checkpoint given other
+    network-shaping flags exits 2 on one whole line that names both env ids and the first part that differs"""
+    mpe = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "2", "--num-steps", "25", "--update-epochs", "1"]
+    assert train("mappo.py", *mpe, "--total-timesteps", "50", "--eval-episodes", "2", "--save-model") == 0
+    [run] = run_dirs(tmp_path)
+    capsys.readouterr()
+    assert train("mappo.py", "--eval-only", run, "--eval-episodes", "2") == 0
+    assert "episodic_return=" in capsys.readouterr().out
+    assert train("mappo.py", "--resume", run, "--env-id", "simple_reference_v3", "--eval-episodes", "2") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the checkpoint's networks do not match these flags: actor: size mismatch for ")
+    assert err.endswith("(the checkpoint's --env-id simple_spread_v3, these flags' simple_reference_v3)\n")
+    assert err.count("\n") == 1 and "torch.Size" in err
+    (Path(run) / "copy.pt").write_bytes((Path(run) / "mappo.pt").read_bytes())
+    assert "is a folder with 2 checkpoints (*.pt) in it: name the file" in exits_2(capsys, "mappo.py", "--resume", run)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed")
 def test_track_without_wandb_exits_2(capsys):
     assert "pip install wandb" in exits_2(capsys, "mappo.py", "--env-id", "simple_spread_v3", "--track")
@@ -352,21 +404,76 @@ def check_stopped_before_the_first_update(tmp_path, script: str, returncode: int
 
 
 def test_sigterm_while_smax_compiles(tmp_path):
-    """SIGTERM (what timeout and job schedulers send) as soon as the run catches it: the first reset is compiling SMAX
+    """SIGTERM (what timeout and job schedulers send) once the run has started: the first reset is compiling SMAX
     (no compilation cache here). Checkpoint at step 0, exit 130, no traceback. The handler only sets a flag, checked
     once the reset is done: the compile is never cut short (JAX's teardown under a cut compile aborts)."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     cmd = [sys.executable, str(ROOT / "mappo.py"), "--env-id", "3m", *SMALL, "--total-timesteps", "100000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        deadline = time.time() + 600
-        while time.time() < deadline and proc.poll() is None and not catches(proc.pid, signal.SIGTERM):
-            time.sleep(0.01)
+        wait_for_line(proc, lambda line: "training to step" in line)  # printed by the run, just before the first reset
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
     check_stopped_before_the_first_update(tmp_path, "mappo.py", proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_before_training_starts_is_one_line(tmp_path, sig):
+    """Ctrl-C or SIGTERM while the script still imports: exit 130 and one line, no traceback, no run folder"""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "mappo.py"), "--env-id", "3m"], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not catches(proc.pid, signal.SIGTERM):  # its first lines: the early handler
+        time.sleep(0.01)  # (SIGINT is caught from the start: Python's KeyboardInterrupt, until the script's first lines)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and out == "", (out, err)
+    assert err == f"stopped ({signal.Signals(sig).name}) before training started: nothing to save\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_started_in_the_background_honours_sigint(tmp_path):
+    """A script that starts a run with `&` (bash sets SIGINT to ignored in such a job): Ctrl-C sent to the run, early,
+    still stops it"""
+    launcher = f"{sys.executable} {ROOT / 'mappo.py'} --env-id 3m & echo $!; wait $!; echo rc $?"
+    proc = subprocess.Popen(["bash", "-c", launcher], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = int(proc.stdout.readline())
+    deadline = time.time() + 60
+    while time.time() < deadline and not catches(pid, signal.SIGTERM):  # the early handler is in: for SIGINT too
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert out.strip() == "rc 130" and "before training started" in err and "Traceback" not in err, (out, err)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_evaluation_cut_by_a_stop_is_made_up_on_resume(train, tmp_path, monkeypatch, capsys, script):
+    """A stop during the second update's evaluation: the run says how to go on; the resumed run says it resumed and
+    evaluates that update first, so the evaluation history has no hole"""
+    module = load_script(script)
+    mpe = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "2", "--num-steps", "25", "--update-epochs", "1"]
+    real, calls = module.evaluate, []
+
+    def evaluate(actor, envs, episodes, agent_ids, device, stop=(), generator=None):
+        calls.append(1)
+        if len(calls) == 2:  # Ctrl-C during the second evaluation
+            stop.append(signal.SIGINT)
+        return real(actor, envs, episodes, agent_ids, device, stop, generator)
+
+    monkeypatch.setattr(module, "evaluate", evaluate)
+    assert train(script, *mpe, "--total-timesteps", "200", "--eval-episodes", "2") == 130
+    [run] = run_dirs(tmp_path)
+    path = f"runs/{Path(run).name}/{Path(script).stem}.pt"
+    assert f"to go on: python {script} --resume {path}\n" in capsys.readouterr().out
+    ckpt = torch.load(tmp_path / path, weights_only=True)
+    assert (ckpt["global_step"], [e[0] for e in ckpt["evals"]]) == (100, [50])  # the update whole, its evaluation cut
+    monkeypatch.setattr(module, "evaluate", real)
+    assert train(script, "--resume", path) == 0
+    assert "simple_spread_v3: resumed at step 100, training to step 200\n" in capsys.readouterr().out
+    evals = json.loads((Path(run) / "eval_summary.json").read_text())["evals"]
+    assert [e["step"] for e in evals] == [50, 100, 150, 200]
 
 
 # Runs a script as __main__ and sends it SIGTERM from inside the first garbage collection (main thread) after it has

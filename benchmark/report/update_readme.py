@@ -270,7 +270,11 @@ def percents(values) -> str:
 
 
 def finished(folders) -> list[str]:
-    """The folders with runs to show: ours with a summary.json, the other implementations' with a run (.json.gz)"""
+    """The folders with runs to show: ours with a summary.json, the other implementations' with a run (.json.gz). A
+    folder that does not exist stops the write: a misspelt name would otherwise leave its rows out unsaid."""
+    missing = [f for f in folders if not os.path.isdir(os.path.join(RESULTS, f))]
+    if missing:
+        sys.exit(f"a generated block names results folders that do not exist: {', '.join(missing)}")
     done = [f for f in folders if os.path.exists(os.path.join(RESULTS, f, "summary.json"))]
     baselines = [f for f in folders if f.endswith(BASELINE_FOLDERS) and os.path.isdir(os.path.join(RESULTS, f))]
     return done + [f for f in baselines if any(name.endswith(".json.gz") for name in os.listdir(os.path.join(RESULTS, f)))]
