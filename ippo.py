@@ -430,6 +430,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     check(not args.acting_rows_only or env_backend(args.env_id) is HanabiVecEnv, "--acting-rows-only is for Hanabi")
 
     # env setup: the eval envs come first and tell the sizes
+    print(f"{args.env_id}: starting the envs (JAX envs compile their first steps, up to a minute)", flush=True)
     eval_seed = args.seed + 100_000
     env_args = (args.num_workers, args.num_stacked_frames, device if args.env_on_device else None, args.team_reward)
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
@@ -1257,14 +1258,16 @@ def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins
 
 
 def status_line(step: int, total: int, wall_sps: float, latest: dict, has_wins: bool, env_id: str) -> str:
-    """Progress: step / total, SPS (of training: evaluations left out), ETA (at wall_sps, the env steps per second of
-    wall time so far, evaluations in), the score of the last rollout's episodes and of the last evaluation, env id."""
-    sps = int(latest.get("charts/SPS", 0))
+    """Progress: step / total, SPS (of training: evaluations and the warm-up left out), ETA (at wall_sps, the env steps
+    per second of wall time since the warm-up, evaluations in), the score of the last rollout's episodes and of the
+    last evaluation, env id."""
+    sps = int(latest["charts/SPS"]) if "charts/SPS" in latest else "-"  # none yet in a sitting's first iteration
     eta = datetime.timedelta(seconds=int((total - step) / wall_sps)) if wall_sps else "-"
     tag = "win_rate" if has_wins else "episodic_return"
     names = {f"charts/{tag}": "win" if has_wins else "return", f"eval/{tag}": "eval"}
     scores = "".join(f" {name} {latest[t]:.2f}" for t, name in names.items() if t in latest)
-    return f"step {step}/{total} SPS {sps} ETA {eta}{scores} | {env_id}"  # 80 columns show all but the id
+    warm_up = f" (warm-up {latest['time/warmup']:.0f} s)" if sps == "-" and "time/warmup" in latest else ""
+    return f"step {step}/{total} SPS {sps} ETA {eta}{warm_up}{scores} | {env_id}"  # 80 columns show all but the id
 
 
 def report_eval_only(args: Args, eval_envs, result: tuple[float, ...]):
@@ -1295,9 +1298,11 @@ class Run:
         self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
         self.path = f"runs/{self.run_name}/{args.exp_name}.pt"
         self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
-        self.start_step, self.train_time, self.latest, self.printed = self.global_step, 0.0, {}, 0.0
+        self.train_time, self.latest, self.printed = 0.0, {}, 0.0
         self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
-        self.sitting_start = time.time()  # the ETA's clock: this process's wall time, evaluations included
+        # (env step, time) at the end of this sitting's first iteration, which compiles (JAX, torch) and fills caches:
+        # SPS and the ETA count from there, and its time is logged apart (time/warmup)
+        self.warm = None
 
     def start(self, envs) -> dict:
         """Tracking, the stop signals caught, the first reset of the envs."""
@@ -1322,7 +1327,7 @@ class Run:
         if not force and time.time() - self.printed < (0.5 if tty else 30):
             return
         self.printed = time.time()
-        wall_sps = (step - self.start_step) / max(self.printed - self.sitting_start, 1e-6)
+        wall_sps = (step - self.warm[0]) / max(self.printed - self.warm[1], 1e-6) if self.warm else 0.0
         line = status_line(step, self.total, wall_sps, self.latest, self.has_wins, self.args.env_id)
         print(
             f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
@@ -1330,8 +1335,12 @@ class Run:
 
     def end_iteration(self, iteration: int, seconds: float, stats: dict, episodes: dict, result: Optional[tuple]):
         """Logs an iteration's statistics, its training episodes and its evaluation (win rate, return) if any."""
-        self.iteration, self.train_time = iteration, self.train_time + seconds
-        stats["charts/SPS"] = int((self.global_step - self.start_step) / self.train_time)
+        self.iteration, warming_up = iteration, self.warm is None
+        if warming_up:
+            self.warm, stats["time/warmup"] = (self.global_step, time.time()), seconds
+        else:
+            self.train_time += seconds
+            stats["charts/SPS"] = int((self.global_step - self.warm[0]) / self.train_time)
         stats["charts/learning_rate"] = self.parts["actor_optimizer"].param_groups[0]["lr"]
         if self.args.use_popart:
             stats["popart/mean"], stats["popart/std"] = (x.item() for x in self.parts["critic"].popart.stats())
@@ -1344,7 +1353,8 @@ class Run:
         self.latest.update(stats)
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
-        self.show_progress(self.global_step, force=iteration in (1, self.num_iterations))
+        first_with_sps = "charts/SPS" in stats and self.global_step - self.warm[0] == self.total // self.num_iterations
+        self.show_progress(self.global_step, force=warming_up or first_with_sps or iteration == self.num_iterations)
 
     def record_evaluation(self, result: tuple, train_score: float) -> dict:
         """An evaluation at this step into the history (train_score: the rollout's before it) -> its tags for the logs"""

@@ -39,7 +39,7 @@ def test_cuda_async_3m(run_script, tmp_path, recurrent):
     run_script("mappo_async_seed.py", *flags, "--max-policy-lag", "0", *(["--recurrent"] if recurrent else []), timeout=300)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
-    assert [s for s, _ in scalars["charts/SPS"]] == [128, 256]
+    assert [s for s, _ in scalars["charts/learning_rate"]] == [128, 256]
     assert all(v == v for _, v in scalars["losses/value_loss"])  # no NaN
     assert all(v <= 1e-5 for _, v in scalars["losses/first_ratio_dev"])  # zero lag: the server's log-probs, again
     check_on_gpu_and_portable(run_script, run, "mappo_async_seed.py")

@@ -229,7 +229,8 @@ def test_frame_stack_order_and_episode_reset():
 def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypatch, capsys):
     """Piped (capsys is no terminal), a progress line comes at once, then none for 30 s, then the next; on an
     80-column terminal the status line keeps the step / total, SPS, both win rates and the ETA, whatever the env id. The
-    ETA goes by the wall time since the process started (evaluations in), not by the SPS (training only)."""
+    ETA goes by the wall time since the warm-up (evaluations in), not by the SPS (training only); in the warm-up (the
+    sitting's first iteration, JAX and torch compiling) there is neither SPS nor ETA, but the warm-up's time."""
     import importlib
     import os
     import shutil
@@ -240,7 +241,7 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     run = module.Run.__new__(module.Run)  # only what show_progress reads
     run.args, run.total, run.has_wins, run.printed = SimpleNamespace(env_id="smaclite/3s5z_vs_3s6z"), 10_000_000, True, 0.0
     run.latest = {"charts/SPS": 12345, "charts/win_rate": 0.5, "eval/win_rate": 0.25}
-    run.start_step, run.sitting_start = 0, 934.0  # 9,600 steps in 96.1 s of wall time: ~100 steps/s
+    run.warm = (0, 934.0)  # the warm-up's end: 9,600 steps in 96.1 s of wall time since, ~100 steps/s
     now = [1000.0]
     monkeypatch.setattr(module.time, "time", lambda: now[0])
     printed = []
@@ -262,6 +263,9 @@ def test_progress_line_piped_every_30_s_and_whole_at_80_columns(script, monkeypa
     assert capsys.readouterr().out.startswith(
         "\r\033[Kstep 12800/10000000 SPS 12345 ETA 1 day, 3:44:32 return -123.46 eval -99"
     )
+    run.warm, run.latest = None, {"time/warmup": 48.3, "charts/episodic_return": -150.0}  # the first iteration
+    run.show_progress(3200, force=True)
+    assert capsys.readouterr().out.startswith("\r\033[Kstep 3200/10000000 SPS - ETA - (warm-up 48 s) return -150.00")
 
 
 def test_quiet_puts_back_stdout_and_stderr():

@@ -195,7 +195,7 @@ def test_other_backends(run_script, tmp_path, env_id):
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
-    assert [s for s, _ in scalars["charts/SPS"]] == [128, 256]
+    assert [s for s, _ in scalars["charts/learning_rate"]] == [128, 256]
     for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "popart/std"):
         assert len(scalars[tag]) == 2 and all(v == v for _, v in scalars[tag]), tag  # no NaN
     assert "eval/episodic_return" in scalars and ("eval/win_rate" in scalars) == env_id.startswith("smaclite/")
@@ -214,7 +214,7 @@ def test_checkpoint_save_resume_eval_only(run_script, tmp_path):
     run_script(SCRIPT, "--resume", path, "--total-timesteps", "1024", timeout=600)  # saves without --save-model
     assert wait_no_clients(tmp_path, 10), client_pids(tmp_path)
     assert run_dirs(tmp_path) == [run]
-    assert [s for s, _ in read_scalars(run)["charts/SPS"]] == [256, 512, 768, 1024]
+    assert [s for s, _ in read_scalars(run)["charts/learning_rate"]] == [256, 512, 768, 1024]
     resumed = torch.load(path, weights_only=True)
     assert resumed["iteration"] == 4 and resumed["global_step"] == 1024 and len(resumed["evals"]) == 4
     assert not torch.equal(resumed["actor"]["head.weight"], ckpt["actor"]["head.weight"])  # it trained on
@@ -374,7 +374,7 @@ def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
         assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-1500:] for o in outs]
         assert addresses == {"127.0.0.1"}, addresses  # the store, and gloo's pairs, on loopback only
         [run] = run_dirs(tmp_path)
-        assert [s for s, _ in read_scalars(run)["charts/SPS"]] == [256, 512, 768, 1024]
+        assert [s for s, _ in read_scalars(run)["charts/learning_rate"]] == [256, 512, 768, 1024]
         assert json.loads((Path(run) / "eval_summary.json").read_text())["global_step"] == 1024
     finally:
         for p in procs:

@@ -55,7 +55,7 @@ def check_smoke(tmp_path, is_smac: bool) -> dict:
     """A run of TWO_UPDATES: two updates logged at the right steps, no NaN, the first ratio exactly 1, the evaluations"""
     [run] = run_dirs(tmp_path)
     scalars = read_scalars(run)
-    assert [s for s, _ in scalars["charts/SPS"]] == [128, 256]  # two updates, global_step counts env steps
+    assert [s for s, _ in scalars["charts/learning_rate"]] == [128, 256]  # two updates, global_step counts env steps
     for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "popart/std"):
         assert len(scalars[tag]) == 2 and all(v == v for _, v in scalars[tag]), tag  # no NaN
     assert all(v <= 1e-6 for _, v in scalars["losses/first_ratio_dev"])
@@ -165,7 +165,7 @@ def test_total_timesteps_rounded_down_says_so(train, tmp_path, capsys):
     assert train("mappo.py", "--env-id", "simple_spread_v3", *SMALL, "--total-timesteps", "300", "--eval-interval", "0") == 0
     assert "--total-timesteps 300 is rounded down to whole rollouts: 256" in capsys.readouterr().out
     [run] = run_dirs(tmp_path)
-    assert [s for s, _ in read_scalars(run)["charts/SPS"]] == [128, 256]
+    assert [s for s, _ in read_scalars(run)["charts/learning_rate"]] == [128, 256]
 
 
 @pytest.mark.parametrize("script", ["mappo.py", "mappo_rnn.py"])
@@ -183,7 +183,7 @@ def test_checkpoint_save_resume_eval_only(train, tmp_path, capsys, script):
     # on, and the resumed run writes its checkpoint at the end all the same
     assert train(script, "--resume", path, "--total-timesteps", "512") == 0
     assert run_dirs(tmp_path) == [run]
-    assert [s for s, _ in read_scalars(run)["charts/SPS"]] == [128, 256, 384, 512]
+    assert [s for s, _ in read_scalars(run)["charts/learning_rate"]] == [128, 256, 384, 512]
     resumed = torch.load(path, weights_only=True)
     assert resumed["global_step"] == 512 and resumed["args"]["seed"] == 3 and resumed["args"]["num_envs"] == 4
     assert len(resumed["evals"]) == 4
@@ -380,7 +380,7 @@ def test_sigint_with_no_flags_writes_checkpoint(tmp_path, jax_cache):
     [run] = run_dirs(tmp_path)
     ckpt = torch.load(Path(run) / "mappo.pt", weights_only=True)
     assert ckpt["global_step"] >= 3200 and ckpt["global_step"] % 3200 == 0 and ckpt["args"]["env_id"] == "3m"
-    assert [s for s, _ in read_scalars(run)["charts/SPS"]][0] == 3200  # logs flushed
+    assert [s for s, _ in read_scalars(run)["charts/learning_rate"]][0] == 3200  # logs flushed
     summary = json.loads((Path(run) / "eval_summary.json").read_text())  # and the evaluations so far
     assert summary["evals"][0]["step"] == 3200 and summary["env_id"] == "3m"
 
@@ -432,6 +432,19 @@ def test_a_stop_before_training_starts_is_one_line(tmp_path, sig):
     assert proc.returncode == 130 and out == "", (out, err)
     assert err == f"stopped ({signal.Signals(sig).name}) before training started: nothing to save\n"
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_first_line_comes_before_the_envs_and_says_so(tmp_path):
+    """The first thing printed, within seconds (imports only), says what is being prepared; a stop then is one line"""
+    start = time.time()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "mappo.py"), "--env-id", "3m"], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    line = proc.stdout.readline()
+    elapsed = time.time() - start
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert line == "3m: starting the envs (JAX envs compile their first steps, up to a minute)\n" and elapsed < 60
+    assert proc.returncode == 130
 
 
 def test_a_run_started_in_the_background_honours_sigint(tmp_path):

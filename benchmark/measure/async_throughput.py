@@ -113,7 +113,7 @@ def measure(script: str, flags: list[str], delay: float, clients: int) -> dict:
         else:
             subprocess.run(cmd, cwd=tmp, check=True)
         s = scalars(glob.glob(os.path.join(tmp, "runs", "*"))[0])
-    sps = s["charts/SPS"]
+    sps = s["charts/learning_rate"]  # logged at every update
     row = dict(sps=(sps[-1][0] - sps[0][0]) / (sps[-1][1] - sps[0][1]), updates=len(sps))
     for name, tag in dict(update_s="time/update", env_s="time/env", inference_s="time/inference").items():
         row[name] = float(np.mean([v for *_, v in s[tag][1:]])) if tag in s else None

@@ -60,7 +60,7 @@ def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "map
         subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)
         acc = EventAccumulator(glob.glob(os.path.join(tmp, "runs", "*"))[0])
         acc.Reload()
-        sps = acc.Scalars("charts/SPS")
+        sps = acc.Scalars("charts/learning_rate")  # logged at every update
         steady = (sps[-1].step - sps[0].step) / (sps[-1].wall_time - sps[0].wall_time)
         mean = {tag: float(np.mean([e.value for e in acc.Scalars(tag)][1:])) for tag in ("time/env", "time/update")}
     iteration = args.num_envs * args.num_steps / steady
