@@ -428,6 +428,18 @@ def install() -> str:
     )
 
 
+def default_budget() -> str:
+    """What a run at the default budget costs here: the wall time of mappo.py's 10M runs on SMAX (smax_10m_mappo)"""
+    rows = load("smax_10m_mappo/summary.json")
+    hours = [t / 3600 for r in rows for t in r["wall_time"]]
+    maps = ", ".join(r["env_id"] for r in rows)
+    return (
+        f"The default budget is 10M env steps (the MAPPO paper's SMAC budget): on this 2-core CPU, two runs at once, "
+        f"mappo.py's 10M runs on {maps} took {min(hours):.1f} to {max(hours):.1f} h each "
+        "(`benchmark/results/smax_10m_mappo`); `--total-timesteps` sets another."
+    )
+
+
 def throughput() -> str:
     """mappo.py's training throughput beside raw env stepping (benchmark/measure/throughput.py)."""
     rows = load("throughput.json")
@@ -653,7 +665,7 @@ def allocator() -> str:
 GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput, jaxmarl=jaxmarl, install=install)
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
-GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures)
+GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures, default_budget=default_budget)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 IMAGE = re.compile(r"\]\((benchmark/results/[^)\s]+\.png)\)")
