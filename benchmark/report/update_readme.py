@@ -88,7 +88,6 @@ def sc2_reference() -> str:
 # the pinned jaxmarl release (requirements.txt), unless a JaxMARL run's meta names another (jaxmarl_baseline.py
 # --smax-wheel); Mava's published runs stepped jaxmarl 0.0.2's (anchors.json).
 SMAX_VERSION = "jaxmarl 0.2.0"
-MAVA_SMAX = "jaxmarl 0.0.2"  # why: anchors.json's source for Mava rec-MAPPO
 SMAX_SETTINGS = {
     "smax_10m_mappo": ("mappo.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
     "smax_hard_10m_paper": ("mappo_rnn.py", "paper (Table 12)", "2-core CPU, 2 runs at once"),
@@ -328,9 +327,12 @@ def smax_10m(*folders: str) -> str:
                 f"| {wall} |"
             )
         for a in anchors["smax"].get(env, []):
-            if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions, 10 seeds
-                who, steps, value = f"{a['name']} (published plot)", a["budget"], f"~{a['value']}"
-                out.append(f"| {env} | {who} | {MAVA_SMAX} | 10 | {steps} | - | {value} | - | - |")
+            if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions; how it was read, and what
+                # of it is inferred (its seeds, its SMAX), anchors.json's "reading" says with the reasons
+                how = anchors["reading"][a["name"]]
+                note = how["read"] + (f"; {how['per_map'][env]}" if env in how.get("per_map", {}) else "")
+                who, steps, value = f"{a['name']} (published plot: {note})", a["budget"], f"~{a['value']}"
+                out.append(f"| {env} | {who} | {how['smax']} | {how['seeds']} | {steps} | - | {value} | - | - |")
     if any(f.endswith(BASELINE_FOLDERS) for f in done):  # every implementation on one figure (report/hard_maps_curves.py)
         return "\n".join(out) + curves("smax_hard_10m_compare")  # each setting's own: `figures` in benchmark/results
     own = figures(*done)
