@@ -254,6 +254,7 @@ def test_checkpoint_flag_errors(train, tmp_path, capsys, script):
     assert train(script, "--eval-only", path, "--eval-episodes", "2") == 0
     out = capsys.readouterr().out
     assert "episodic_return=" in out and "win_rate" not in out
+    assert "simple_spread_v3, 2 episodes greedy\n" in out and "sampled" not in out  # it announces what it plays
     assert train(script, "--eval-only", path, "--hidden-dim", "32") == 2
     err = capsys.readouterr().err
     assert "do not match these flags: " in err and "size mismatch for body" in err
@@ -434,10 +435,11 @@ def test_a_stop_before_training_starts_is_one_line(tmp_path, sig):
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_first_line_comes_before_the_envs_and_says_so(tmp_path):
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_first_line_comes_before_the_envs_and_says_so(tmp_path, script):
     """The first thing printed, within seconds (imports only), says what is being prepared; a stop then is one line"""
     start = time.time()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "mappo.py"), "--env-id", "3m"], cwd=tmp_path, text=True,
+    proc = subprocess.Popen([sys.executable, str(ROOT / script), "--env-id", "3m"], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     line = proc.stdout.readline()
     elapsed = time.time() - start
