@@ -752,120 +752,149 @@ class HanabiVecEnv(JaxVecEnv):
         self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
 
 
-# Generic ids whose envs end an episode at a step limit with done, not truncated: a step at that limit is a truncation
-# here (it bootstraps). The limits are EPyMARL's time_limit for each (its configs/envs/gymma.yaml and task configs)
+# Generic ids whose envs end an episode at a step limit with done, not truncated: here a step at
+# that limit is a truncation (it bootstraps). The limits are EPyMARL's time_limit of each.
 GENERIC_TIME_LIMITS = {"gym/lbforaging:": 50, "gym/rware:": 500}
 
 
 class GenericVecEnv:
-    """Any cooperative multi-agent env by its id, num_envs copies stepped in a loop in this process:
-      pz/<module>:<callable>  a PettingZoo ParallelEnv, made by calling <callable> (pz/mpe2.simple_spread_v3:parallel_env)
-      gym/<id>                a Gymnasium env of EPyMARL's convention: Tuple observation and action spaces, a list of
-                              rewards (or one team reward), done and truncated as one flag or a list; gym/<module>:<id>
-                              imports <module> first, which registers <id> (gym/lbforaging:Foraging-8x8-2p-2f-coop-v3)
-    Observations: Box, or PettingZoo's {"observation": Box, "action_mask": ...}; actions: Discrete for every agent, or
-    Box for every agent. Agents are padded to the largest observation and action sizes (padded actions unavailable).
-    Action masks: that "action_mask", else an info key "action_mask". A PettingZoo agent is alive while the env returns
-    its observation. Env state: the env's state() where it has one, else all observations. Team reward: the sum or
-    mean (--team-reward) of the agents' rewards. Terminated and truncated as the env says them, but a step at a time
-    limit (the gym spec's, or GENERIC_TIME_LIMITS') is a truncation."""
+    """Any cooperative multi-agent env by its id, num_envs copies stepped in a loop here:
+      pz/<module>:<callable>  a PettingZoo ParallelEnv, made by calling <callable>
+                              (pz/mpe2.simple_spread_v3:parallel_env)
+      gym/<id>                a Gymnasium env of EPyMARL's convention: Tuple observation and
+                              action spaces, a list of rewards (or one team reward), done and
+                              truncated as one flag or a list; gym/<module>:<id> imports <module>
+                              first, which registers <id> (gym/lbforaging:Foraging-8x8-2p-2f-v3)
+    Observations: Box, or PettingZoo's {"observation": Box, "action_mask": ...}. Actions:
+    Discrete for every agent, or Box for every agent. Agents are padded to the largest
+    observation and action sizes (padded actions unavailable). Action masks: that
+    "action_mask", else an info key "action_mask". A PettingZoo agent is alive while the env
+    returns its observation. Env state: the env's state() where it has one, else all
+    observations. Team reward: the sum or mean (--team-reward) of the agents' rewards.
+    Terminated and truncated as the env says them, but a step at a time limit (the gym spec's,
+    or GENERIC_TIME_LIMITS') is a truncation."""
 
     has_wins = False
+    use_state = True  # the env's state() where it has one (MPE: not)
 
     @staticmethod
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {}
 
-    def __init__(self, env_id, num_envs, seed, num_workers=0, device=None, team_reward="sum", make=None, use_state=True):
-        """make: a callable that makes one env, in place of the id's (MPE's); use_state: the env's state() if it has one"""
+    def make_one(self, env_id: str):
+        return make_generic(env_id)
+
+    def __init__(self, env_id, num_envs, seed, num_workers=0, device=None, team_reward="sum"):
         from gymnasium.spaces import Box, Dict, Discrete
 
-        self.kind, name = env_id.split("/", 1)
-        self.envs = [make() if make else make_generic(self.kind, name, env_id) for _ in range(num_envs)]
-        self.seeds, self.team_reward = [seed + i for i in range(num_envs)], team_reward
+        self.kind = "gym" if env_id.startswith("gym/") else "pz"  # MPE's ids: PettingZoo's envs
+        self.envs = [self.make_one(env_id) for _ in range(num_envs)]
+        self.seeds = [seed + i for i in range(num_envs)]
+        self.team_reward = team_reward
         env = self.envs[0]
         if self.kind == "pz":
             self.agents = list(env.possible_agents)
             obs_spaces = [env.observation_space(a) for a in self.agents]
             act_spaces = [env.action_space(a) for a in self.agents]
         else:
-            obs_spaces, act_spaces = list(env.observation_space.spaces), list(env.action_space.spaces)
+            obs_spaces = list(env.observation_space.spaces)
+            act_spaces = list(env.action_space.spaces)
             self.agents = list(range(len(act_spaces)))
-        # PettingZoo's action-mask convention: the observation is a dict of the observation and the mask
+
+        # PettingZoo's action-mask convention: a dict of the observation and the mask
         self.mask_in_obs = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
         obs_spaces = [sp["observation"] if in_obs else sp for sp, in_obs in zip(obs_spaces, self.mask_in_obs)]
         for sp in obs_spaces:
-            check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box (nor a dict of one and a mask)")
+            check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box")
         self.continuous = all(isinstance(sp, Box) for sp in act_spaces)
         discrete = all(isinstance(sp, Discrete) for sp in act_spaces)
-        check(self.continuous or discrete, f"{env_id}: actions must be Discrete for every agent or Box for every agent")
+        check(self.continuous or discrete, f"{env_id}: actions must be all Discrete or all Box")
         self.obs_dims = [int(np.prod(sp.shape)) for sp in obs_spaces]
-        self.act_dims = np.array([int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces])
-        if self.continuous:  # (A,U) bounds
-            check(len(set(self.act_dims)) == 1, f"{env_id}: agents with different Box action sizes are not supported")
-            self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])
-            self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])
-        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), int(self.act_dims.max())
+        sizes = [int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces]
+        self.act_dims = np.array(sizes)
+        if self.continuous:
+            check(len(set(sizes)) == 1, f"{env_id}: Box actions of different sizes are not supported")
+            self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])  # (A,U)
+            self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])  # (A,U)
+
+        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), max(sizes)
         self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, O, U
-        self.state_dim, self.has_state = A * O, False  # all observations, unless the env has a state() of its own
-        if use_state and callable(getattr(env.unwrapped, "state", None)):  # PettingZoo's has one, which may raise
+        self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
+        # the critic's env state: all observations, unless the env has a state() of its own
+        # (PettingZoo's ParallelEnv always has one, which raises where the env has none)
+        self.state_dim, self.has_state = A * O, False
+        if self.use_state and callable(getattr(env.unwrapped, "state", None)):
             env.reset(seed=seed)
             with contextlib.suppress(NotImplementedError):
                 self.state_dim, self.has_state = int(np.size(env.unwrapped.state())), True
-        self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
-        self.time_limit = next((steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)), None)
+
+        limits = [steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)]
+        self.time_limit = limits[0] if limits else None
         if self.time_limit is None and self.kind == "gym":
             self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
         self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
 
     def batch(self) -> dict:
-        """Empty outputs of all envs: obs (E,A,O) zero-padded, env_state (E,S_env), avail (E,A,U), alive (E,A)"""
+        """Empty outputs of all envs: obs (E,A,O), env_state (E,S_env), avail (E,A,U), alive (E,A)"""
         E, A = self.num_envs, self.num_agents
-        out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32), env_state=np.zeros((E, self.state_dim), np.float32))
-        return dict(out, avail=np.broadcast_to(self.avail, (E, *self.avail.shape)).copy(), alive=np.ones((E, A), bool))
+        out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32))
+        out["env_state"] = np.zeros((E, self.state_dim), np.float32)
+        out["avail"] = np.broadcast_to(self.avail, (E, *self.avail.shape)).copy()
+        out["alive"] = np.ones((E, A), bool)
+        return out
 
     def observe(self, out: dict, e: int, env, obs, infos, gone=()):
-        """Writes env e's observations and infos into row e of out (batch()'s arrays). gone: the PettingZoo agents that
-        this step ended (dead from here on, though the env gave their last observation). Without the env's state(),
-        env_state is written for all rows at once (every observation, finish())."""
+        """Writes env e's observations and infos into row e of out (batch()'s arrays). gone: the
+        PettingZoo agents that this step ended (dead from here on, though the env gave their
+        last observation). Without the env's state(), finish() writes env_state."""
         for j, agent in enumerate(self.agents):
-            if self.kind == "pz" and (agent not in obs or agent in gone):  # dead: zeros
-                out["alive"][e, j] = False
+            if self.kind == "pz" and (agent not in obs or agent in gone):
+                out["alive"][e, j] = False  # dead: zeros
                 continue
-            agent_obs, info = obs[agent], infos.get(agent, {}) if self.kind == "pz" else infos
-            mask = agent_obs["action_mask"] if self.mask_in_obs[j] else info.get("action_mask")
+            agent_obs = obs[agent]
+            info = infos.get(agent, {}) if self.kind == "pz" else infos
+            if self.mask_in_obs[j]:
+                mask = agent_obs["action_mask"]
+                agent_obs = agent_obs["observation"]
+            else:
+                mask = info.get("action_mask")
+                # gym: one info for all agents, a mask per agent
+                mask = mask[j] if mask is not None and self.kind == "gym" else mask
             if mask is not None:
-                mask = mask if self.kind == "pz" or self.mask_in_obs[j] else mask[j]  # gym: one info, a mask per agent
                 out["avail"][e, j, : self.act_dims[j]] = mask
-            agent_obs = agent_obs["observation"] if self.mask_in_obs[j] else agent_obs
             out["obs"][e, j, : self.obs_dims[j]] = np.ravel(agent_obs)
         if self.has_state:
             out["env_state"][e] = np.ravel(env.unwrapped.state())
 
     def finish(self, out: dict) -> dict:
-        """out with its env_state, where the env has no state() of its own: every observation (E,A*O)"""
+        """out with its env_state where the env has no state(): every observation (E,A*O)"""
         if not self.has_state:
             out["env_state"] = out["obs"].reshape(self.num_envs, -1)
         return out
 
     def step_one(self, e: int, actions) -> tuple:
-        """Env e steps with actions (A,) or (A,U) -> what it gave, and its team reward, terminated, truncated"""
+        """Env e steps with actions (A,) or (A,U) -> what it gave, then its team reward,
+        terminated and truncated"""
         env = self.envs[e]
         if self.kind == "pz":
             live = list(env.agents)
-            obs, rewards, terms, truncs, infos = env.step({a: act for a, act in zip(self.agents, actions) if a in live})
+            sent = {a: act for a, act in zip(self.agents, actions) if a in live}
+            obs, rewards, terms, truncs, infos = env.step(sent)
             rewards = [rewards.get(a, 0.0) for a in live]
             dead = [a for a in live if terms.get(a, False)]
             timed_out = [a for a in live if truncs.get(a, False) and a not in dead]
             ended = not env.agents or len(dead) + len(timed_out) == len(live)
-            terminated, truncated = ended and not timed_out, ended and bool(timed_out)
-            # gone: dead from here on; at a truncation of the episode its agents stay alive in the final observation
+            terminated = ended and not timed_out
+            truncated = ended and bool(timed_out)
+            # dead from here on; where the episode is truncated its agents stay alive in its
+            # final observation (the value bootstraps from it)
             gone = dead if ended else dead + timed_out
         else:
-            gone = ()
             obs, rewards, done, truncs, infos = env.step(tuple(actions))
-            terminated, truncated = bool(np.all(done)), bool(np.all(truncs))
+            terminated = bool(np.all(done))
+            truncated = bool(np.all(truncs))
             rewards = np.ravel(rewards).tolist()  # a list per agent, or one team reward
+            gone = ()
         self.steps[e] += 1
         if self.time_limit is not None and self.steps[e] >= self.time_limit:
             terminated, truncated = False, True
@@ -873,25 +902,30 @@ class GenericVecEnv:
         return (obs, infos, gone), reward, terminated, truncated
 
     def reset(self) -> dict:
-        seeds, self.seeds = self.seeds, [None] * self.num_envs  # the seeds are for the first reset only
+        seeds = self.seeds
+        self.seeds = [None] * self.num_envs  # the seeds are for the first reset only
         self.steps[:] = 0
         out = self.batch()
         for e, (env, seed) in enumerate(zip(self.envs, seeds)):
             self.observe(out, e, env, *env.reset(seed=seed))
         return self.finish(out)
 
-    def step(self, actions: np.ndarray) -> dict:  # (E,A), continuous (E,A,U): clipped to the bounds here
+    def step(self, actions: np.ndarray) -> dict:
+        """actions (E,A), continuous (E,A,U): clipped to the bounds here"""
         actions = np.clip(actions, self.low, self.high) if self.continuous else actions.tolist()
+        E = self.num_envs
         final = self.batch()
-        outcome = {k: np.zeros(self.num_envs, dtype) for k, dtype in (("reward", np.float32), ("terminated", bool))}
-        outcome.update(truncated=np.zeros(self.num_envs, bool), won=np.zeros(self.num_envs, bool))
+        outcome = dict(reward=np.zeros(E, np.float32), terminated=np.zeros(E, bool))
+        outcome.update(truncated=np.zeros(E, bool), won=np.zeros(E, bool))
         for e, env_actions in enumerate(actions):
             given, outcome["reward"][e], terminated, truncated = self.step_one(e, env_actions)
             self.observe(final, e, self.envs[e], *given)
-            outcome["terminated"][e], outcome["truncated"][e] = terminated, truncated and not terminated
+            outcome["terminated"][e] = terminated
+            outcome["truncated"][e] = truncated and not terminated
         final = self.finish(final)
+        # where an episode ended, its env starts the next one: out holds that one's first
         out = {key: value.copy() for key, value in final.items()}
-        for e in np.flatnonzero(outcome["terminated"] | outcome["truncated"]):  # the next episode's first observation
+        for e in np.flatnonzero(outcome["terminated"] | outcome["truncated"]):
             self.steps[e] = 0
             out["obs"][e], out["avail"][e], out["alive"][e] = 0.0, self.avail, True
             self.observe(out, e, self.envs[e], *self.envs[e].reset())
@@ -903,11 +937,12 @@ class GenericVecEnv:
             env.close()
 
 
-def make_generic(kind: str, name: str, env_id: str):
+def make_generic(env_id: str):
     """One env of a generic id; an id that does not import or make exits 2 with one line"""
     import gymnasium as gym
 
-    usage = f"{env_id!r}: a generic id is pz/<module>:<callable> (a PettingZoo ParallelEnv) or gym/<registered id>"
+    kind, _, name = env_id.partition("/")
+    usage = f"{env_id!r}: a generic id is pz/<module>:<callable> (PettingZoo) or gym/<id>"
     check(kind in ("pz", "gym") and bool(name) and (kind == "gym" or ":" in name), usage)
     try:
         if kind == "pz":
@@ -921,31 +956,40 @@ def make_generic(kind: str, name: str, env_id: str):
         from pettingzoo import AECEnv
 
         check(not isinstance(env, AECEnv), f"{env_id}: a PettingZoo AEC env: give its parallel_env")
-        check(hasattr(env, "possible_agents") and hasattr(env, "action_space"), f"{env_id}: not a PettingZoo ParallelEnv")
+        parallel = hasattr(env, "possible_agents") and hasattr(env, "action_space")
+        check(parallel, f"{env_id}: not a PettingZoo ParallelEnv")
     else:
-        tuples = all(isinstance(sp, gym.spaces.Tuple) for sp in (env.observation_space, env.action_space))
-        check(tuples, f"{env_id}: not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)")
+        spaces = (env.observation_space, env.action_space)
+        multi_agent = all(isinstance(sp, gym.spaces.Tuple) for sp in spaces)
+        no_tuples = "not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)"
+        check(multi_agent, f"{env_id}: {no_tuples}")
     return env
 
 
 class MPEVecEnv(GenericVecEnv):
-    """PettingZoo MPE (mpe2), on the generic backend: discrete actions, or continuous ones (<task>_continuous: forces
-    in [0, 1], where the agents' action sizes agree). Agents padded to the largest obs and action sizes (padded actions
-    unavailable); team reward = the agents' mean; env state = all obs (padded: not mpe2's state(), which is unpadded)."""
+    """PettingZoo MPE (mpe2) on the generic backend: discrete actions, or continuous ones
+    (<task>_continuous: forces in [0, 1], where the agents' action sizes agree). Agents padded to
+    the largest obs and action sizes (padded actions unavailable); team reward: the agents'
+    mean; env state: all observations, padded (not mpe2's state(), which is unpadded)."""
 
     @staticmethod
     def ids() -> list[str]:
-        return [*MPE_TASK_PRESETS, *(f"{task}_continuous" for task in ("simple_spread_v3", "simple_reference_v3"))]
+        continuous = [f"{task}_continuous" for task in ("simple_spread_v3", "simple_reference_v3")]
+        return [*MPE_TASK_PRESETS, *continuous]
 
     @staticmethod
     def presets(env_id: str, paper_preset: bool) -> dict:
         return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]}
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    use_state = False
+
+    def make_one(self, env_id: str):
         task = env_id.removesuffix("_continuous")
         module = importlib.import_module(f"mpe2.{task}")
-        make = partial(module.parallel_env, max_cycles=25, continuous_actions=task != env_id)
-        super().__init__(f"pz/mpe2.{task}:parallel_env", num_envs, seed, team_reward="mean", make=make, use_state=False)
+        return module.parallel_env(max_cycles=25, continuous_actions=task != env_id)
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+        super().__init__(env_id, num_envs, seed, team_reward="mean")
 
 
 class VMASVecEnv:
