@@ -136,6 +136,10 @@ def test_the_falls_table_gives_each_seed_its_fall_in_whole_percents(tmp_path, mo
     (tmp_path / "smax_hard_10m_tuned/summary.json").write_text(json.dumps(rows))
     write_mava_run(tmp_path / "smax_hard_10m_mava_rec_mappo", "10m_vs_11m", 0, [0.6] * 20 + [0.1] * 42)  # sampled
     folders = ("smax_hard_10m_paper", "smax_hard_10m_tuned", "smax_hard_10m_jaxmarl", "smax_hard_10m_mava_rec_mappo")
+    with pytest.raises(SystemExit, match="folders that do not exist: smax_hard_10m_paper, smax_hard_10m_jaxmarl"):
+        update_readme.smax_falls(*folders)  # a misspelt folder would leave its rows out unsaid
+    (tmp_path / "smax_hard_10m_paper").mkdir()  # no runs yet
+    (tmp_path / "smax_hard_10m_jaxmarl").mkdir()
     table = update_readme.smax_falls(*folders).splitlines()
     noise = [summarize.whole(update_readme.noise_fall(n)) for n in (30, 156, 3)]
     assert table[2:] == [
@@ -520,8 +524,8 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
     out = tmp_path_factory.mktemp("results")
     shutil.copy(ROOT / "benchmark/results/anchors.json", out)
     monkeypatch.setattr(update_readme, "RESULTS", str(out))
-    assert update_readme.smax_10m("smax_10m_mappo").startswith("(not finished yet: `bash benchmark/smax_10m.sh`)")
     (out / "smax_10m_mappo").mkdir()
+    assert update_readme.smax_10m("smax_10m_mappo").startswith("(not finished yet: `bash benchmark/smax_10m.sh`)")
     shutil.copy(results / "summary.json", out / "smax_10m_mappo")
     table = update_readme.smax_10m("smax_10m_mappo")
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| 2s3z |")]
@@ -633,7 +637,7 @@ def test_10m_table_puts_each_number_in_the_column_of_its_metric(results, tmp_pat
             json.dump(run, f)
     table = update_readme.smax_10m("smax_hard_10m_mava_jaxmarl", "smax_hard_10m_mava_smax002_jaxmarl").splitlines()
     smax = [line.split(" | ")[2] for line in table if "| 2s3z |" in line]
-    assert smax == ["jaxmarl 0.2.0"] * 2 + ["jaxmarl 0.0.2"] * 3  # ours here (CPU, GPU), 0.0.2's (CPU, GPU), Mava's
+    assert smax == ["jaxmarl 0.2.0"] * 2 + ["jaxmarl 0.0.2"] * 2 + ["jaxmarl 0.0.2 (inferred)"]  # Mava: inferred
     shutil.copy(path, mava / "mappo_rnn_smax_2s3z_seed8.json.gz")  # a run on 0.0.2's SMAX among 0.2.0's
     for mode in ("greedy", "sampled"):
         shutil.copy(jaxmarl / f"mappo_rnn_smax_2s3z_seed1_{mode}.json", mava / f"mappo_rnn_smax_2s3z_seed8_{mode}.json")
