@@ -22,6 +22,7 @@ os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
 
 import argparse
+import atexit
 import contextlib
 import copy
 import datetime
@@ -1559,6 +1560,8 @@ def rendezvous(args: Args) -> list:
     cmd += ["--master-port", str(port), "--client-timeout", str(args.client_timeout), "--rank"]
     local = args.num_clients if args.role == "all" else 0
     procs = [subprocess.Popen([*cmd, str(c + 1)], stdin=subprocess.DEVNULL) for c in range(local)]
+    # a learner that exits before acting ends them (a stop in the warm-up, an error) takes them along
+    atexit.register(lambda: [proc.kill() for proc in procs if proc.poll() is None])
     join(store, 0, args, procs)
     return procs
 

@@ -285,9 +285,11 @@ def test_killed_client_is_noticed(tmp_path, jax_cache):
 
 
 @pytest.mark.slow  # multi-process runs, minutes each: python -m pytest tests -m slow
-def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
-    """SIGTERM as soon as the clients are started (the learner waits in the rendezvous, before its handlers are set):
-    the learner ends at once, and its clients, which may still be importing, with it."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_during_setup_takes_the_clients_down(tmp_path, jax_cache, sig):
+    """SIGTERM or Ctrl-C as soon as the clients are started (the learner waits in the rendezvous, before its run's
+    handlers are set): the learner ends at once with one line and exit 130, and its clients, which may still be
+    importing, with it."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--total-timesteps", "10000000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -296,10 +298,11 @@ def test_sigterm_during_setup_takes_the_clients_down(tmp_path, jax_cache):
         while time.time() < deadline and not client_pids(tmp_path):
             time.sleep(0.05)
         assert client_pids(tmp_path)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
-        assert proc.returncode == -signal.SIGTERM, err[-2000:]
-        assert wait_no_clients(tmp_path, 30), client_pids(tmp_path)
+        assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+        assert err.endswith(f"stopped ({signal.Signals(sig).name}) before training started: nothing to save\n")
+        assert wait_no_clients(tmp_path, 5), client_pids(tmp_path)
     finally:
         kill_run(proc, tmp_path)
 
