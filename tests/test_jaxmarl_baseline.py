@@ -4,6 +4,7 @@ update's last step leaves, inside a jitted scan as in the baseline. Rows: what t
 for the SMAX baseline and for the Hanabi ones (no win rate); --values; device_runs.sh's choice of run and unpacking."""
 
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -116,6 +117,9 @@ def test_rows_of_a_hanabi_baseline(tmp_path):
     with open(out) as f:
         data = json.load(f)
     assert data["meta"]["baseline"] == "ippo_ff_hanabi" and data["meta"]["seed"] == 1 and data["meta"]["map"] is None
+    origin = data["meta"]["provenance"]  # the command, the package versions, the checkout (not a git one here: None)
+    assert origin["command"][0] == sys.executable and origin["packages"]["jax"] == importlib.metadata.version("jax")
+    assert origin["checkout"]["commit"] is None and origin["python"] and origin["machine"]
     assert [(r["update"], r["step"], r["logged_env_step"]) for r in data["rows"]] == [(0, 100, 0), (1, 200, 100)]
     assert [r["episodic_return"] for r in data["rows"]] == [1.5, 2.0]
     assert all(np.isnan(r["win_rate"]) for r in data["rows"])

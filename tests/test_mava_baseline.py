@@ -124,6 +124,9 @@ def test_meta_names_the_commit_and_what_was_edited_since(tmp_path):
     assert run_runner(tmp_path).returncode == 0
     meta = json.loads((tmp_path / "out.json").read_text())["meta"]
     assert meta["mava_commit"] == head and meta["mava_modified"] == []
+    origin = meta["provenance"]  # the exact command, the package versions, the checkout
+    assert origin["command"][1].endswith("mava_baseline.py") and "--map" in origin["command"]
+    assert origin["checkout"]["commit"] == head and set(origin["packages"]) >= {"jax", "jaxmarl", "flax"}
     (mava / "README.md").write_text("Mava, edited\n")
     assert run_runner(tmp_path, "--run-dir", str(tmp_path / "run2")).returncode == 0
     meta = json.loads((tmp_path / "out.json").read_text())["meta"]

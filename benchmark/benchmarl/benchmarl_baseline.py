@@ -54,10 +54,15 @@ import csv
 import dataclasses
 import json
 import os
+import runpy
 import random
 import sys
 import tempfile
 import time
+
+# benchmark/provenance.py, loaded by its path: benchmark/ on sys.path would shadow packages by its folders' names
+provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
+provenance = provenance["provenance"]
 
 TAGS = {  # BenchMARL's csv scalars -> our row keys
     "counters_total_frames": "step",
@@ -227,6 +232,9 @@ def main(argv=None):
     meta["resumed_at"] = before["resumed_at"]
     meta.update(sps=speed(rows), experiment=dataclasses.asdict(config), algorithm_config=dataclasses.asdict(algorithm))
     meta["task_config"] = dict(task.config)
+    # the command, the versions that decide the numbers (BenchMARL from PyPI: no checkout), the machine and device
+    meta["provenance"] = provenance(packages=("benchmarl", "torchrl", "tensordict", "vmas", "torch", "numpy"))
+    meta["device"] = str(config.train_device)
     with open(args.out, "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1, default=str)
     print(

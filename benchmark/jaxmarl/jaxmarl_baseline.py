@@ -123,10 +123,15 @@ import importlib.util
 import json
 import math
 import os
+import runpy
 import signal
 import sys
 import threading
 import time
+
+# benchmark/provenance.py, loaded by its path: benchmark/ on sys.path would shadow packages by its folders' names
+provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
+provenance = provenance["provenance"]
 
 T0 = time.time()  # before the heavy imports (jax, the baseline): wall_time counts from (about) process start
 
@@ -301,6 +306,8 @@ class Recorder:
             reached=None,
             start_unix_time=T0,
         )
+        # the command, JaxMARL's commit (and its edited files), the versions that decide the numbers, the machine
+        self.meta["provenance"] = provenance(args.jaxmarl_dir, ("jax", "jaxlib", "flax", "optax", "distrax", "numpy"))
         self.wall_offset = 0.0  # a resumed run's seconds before this process (resume)
         os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
         self.is_json = self.out.endswith(".json")

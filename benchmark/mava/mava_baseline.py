@@ -46,10 +46,15 @@ runner's start to Mava's exit.
 import argparse
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
 import time
+
+# benchmark/provenance.py, loaded by its path: benchmark/ on sys.path would shadow packages by its folders' names
+provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
+provenance = provenance["provenance"]
 
 T0 = time.time()
 
@@ -114,15 +119,15 @@ def main(argv=None):
 
     run_dir = os.path.abspath(args.run_dir)
     os.makedirs(run_dir, exist_ok=True)
-    git = lambda *a: subprocess.run(["git", "-C", args.mava_dir, *a], capture_output=True, text=True)  # noqa: E731
-    commit = git("rev-parse", "HEAD").stdout.strip() or None
-    changed = git("status", "--porcelain", "--untracked-files=no").stdout.splitlines()  # tracked files edited since
+    # the command, Mava's commit (and its tracked files edited since: []: the commit as it is), the versions, the machine
+    origin = provenance(args.mava_dir, ("jax", "jaxlib", "flax", "optax", "chex", "distrax", "jumanji", "jaxmarl"))
     meta = dict(
         runner="benchmark/mava/mava_baseline.py",
         system="rec_mappo",
         mava_dir=os.path.abspath(args.mava_dir),
-        mava_commit=commit,
-        mava_modified=[line[3:] for line in changed] if commit else None,  # []: the commit as it is
+        mava_commit=origin["checkout"]["commit"],
+        mava_modified=origin["checkout"]["modified"],
+        provenance=origin,
         mava_package=package and package.origin,
         map=args.map,
         seed=args.seed,
