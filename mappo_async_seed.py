@@ -76,6 +76,7 @@ class Args:
     eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
+
     # SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p); any other env with discrete
     # actions: pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's convention) [ours]
     env_id: str = "3m"

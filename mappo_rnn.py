@@ -65,6 +65,7 @@ class Args:
     eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
 
     # env
+
     # SMAX (3m, ...), smaclite/<map>, MPE (simple_spread_v3[_continuous], ...), hanabi, vmas/<task>; any other env:
     # pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's multi-agent convention) [ours]
     env_id: str = "3m"
