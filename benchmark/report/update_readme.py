@@ -158,7 +158,8 @@ SMAX_SETTINGS = {
 
 def jaxmarl_smax(folder: str) -> list[dict]:
     """JaxMARL's runs in benchmark/results/FOLDER (`bash benchmark/smax_hard_10m.sh jaxmarl`) as summarize.py's rows: per
-    map and device (this machine's CPU, or a lent GPU: benchmark/jaxmarl/device_runs.sh), each seed's median over its
+    map, the seeds of every device pooled (this machine's CPU, or a GPU machine: benchmark/jaxmarl/device_runs.sh; the
+    configs are the same, the wall-time cell names each device and its seeds), each seed's median over its
     last 10 updates of the greedy and of the sampled evaluation of their actors (benchmark/jaxmarl/jaxmarl_greedy_eval.py)
     and of its logged training win rate; the env steps and wall time of its end."""
     import gzip
@@ -181,20 +182,44 @@ def jaxmarl_smax(folder: str) -> list[dict]:
             evals = [load(f"{folder}/{name.removesuffix('.json.gz')}_{mode}.json")["rows"] for mode in ("greedy", "sampled")]
             # runs before the device was recorded ran on this machine's CPU
             device = (meta.get("device", "cpu"), meta.get("runs_at_once"), meta.get("beside"))  # what shared the machine
+            seed = int(name.removesuffix(".json.gz").rsplit("seed", 1)[1])
             training_greedy_sampled = (run["rows"], *evals)
-            runs.setdefault((run["config"]["MAP_NAME"], device, smax), []).append(training_greedy_sampled)
+            runs.setdefault((run["config"]["MAP_NAME"], smax), []).append((seed, device, training_greedy_sampled))
     rows = []
-    for (env, (device, at_once, beside), smax), seeds in runs.items():
-        last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for r in seeds]
+    for (env, smax), seeds in runs.items():  # one row per map and SMAX release: every device's seeds pooled
+        last10 = [[100 * np.nanmedian([row["win_rate"] for row in rows_[-10:]]) for rows_ in r] for *_, r in seeds]
         train, greedy, sampled = (list(x) for x in zip(*last10))
-        end = [training[-1] for training, _, _ in seeds]
+        end = [training[-1] for *_, (training, _, _) in seeds]
         row = dict(env_id=env, metric="win rate %", scores=greedy, sampled_scores=sampled, train_scores=train, smax=smax)
-        row["largest_fall"] = [largest_fall(greedy_rows) for _, greedy_rows, _ in seeds]  # by our evaluation, as ours
-        shared = "alone" if at_once == 1 else f"{at_once} runs at once"
-        beside = f", beside {beside} on its CPU" if beside else ""  # device_runs.sh ours on the same call
-        row.update(machine=None if device == "cpu" else f"{device}, {shared}{beside}")  # None: the folder's machine
-        rows.append(dict(row, env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end]))
+        row["largest_fall"] = [largest_fall(greedy_rows) for *_, (_, greedy_rows, _) in seeds]  # by our evaluation
+        row.update(env_steps=[e["step"] for e in end], wall_time=[e["wall_time"] for e in end])
+        by_device = {}  # device -> [(seed, wall time)]
+        for (seed, device, _), wall in zip(seeds, row["wall_time"]):
+            by_device.setdefault(device, []).append((seed, wall))
+        if len(by_device) == 1:  # one device: the folder's machine (None), or the one named
+            [device] = by_device
+            row["machine"] = None if device[0] == "cpu" else device_name(device, folder)
+        else:  # per device, its seeds and their median wall time
+            named = {device: device_name(device, folder) for device in by_device}
+            seeds_on = {
+                d: ("seeds " if len(r) > 1 else "seed ") + ", ".join(str(seed) for seed, _ in r) for d, r in by_device.items()
+            }
+            row["machine"] = "; ".join(f"{seeds_on[d]}: {named[d]}" for d in by_device)
+            row["wall_cell"] = "; ".join(
+                f"{duration(np.median([wall for _, wall in runs_]))} ({named[d]}: {seeds_on[d]})"
+                for d, runs_ in by_device.items()
+            )
+        rows.append(row)
     return rows
+
+
+def device_name(device: tuple, folder: str) -> str:
+    """Where a JaxMARL run ran, from its meta: the folder's machine for this CPU, else the GPU and what shared it"""
+    gpu, at_once, beside = device
+    if gpu == "cpu":
+        return SMAX_SETTINGS[folder][2]
+    shared = "alone" if at_once == 1 else f"{at_once} runs at once"
+    return f"{gpu}, {shared}" + (f", beside {beside} on its CPU" if beside else "")  # device_runs.sh ours, same call
 
 
 # Mava's runs: each folder's changes to its sweep config (smax_hard_10m.sh MAVA_ABLATION, mava_baseline.py --set)
@@ -318,6 +343,7 @@ def smax_10m(*folders: str) -> str:
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
+            wall = r.get("wall_cell") or wall  # JaxMARL's seeds on several devices: each device's
             seeds = len(r["scores"] or r.get("sampled_scores") or [])  # Mava's runs: sampled evaluations only
             more = unfinished_runs(folder, env)  # runs that go on in sittings (27m_vs_30m): not in the row's numbers
             seeds = f"{seeds} (+{more} unfinished)" if more else seeds
