@@ -72,12 +72,13 @@ def summaries_at(path: str) -> list[str]:
         return [path]
     if os.path.isfile(os.path.join(path, "eval_summary.json")):
         return [os.path.join(path, "eval_summary.json")]
-    found = glob.glob(os.path.join(path, "kept", "*.json.gz")) + glob.glob(
-        os.path.join(path, "runs", "*", "eval_summary.json")
-    )
+    kept = sorted(glob.glob(os.path.join(path, "kept", "*.json.gz")))
+    running = sorted(glob.glob(os.path.join(path, "runs", "*", "eval_summary.json")))
+    # a run kept after it finished is in both: once, as kept
+    found = kept + [summary for summary in running if run_name(summary) not in map(run_name, kept)]
     if not found:
         fail(f"{path}: no eval_summary.json, run folder or results folder with finished runs there")
-    return sorted(found)
+    return found
 
 
 def run_name(summary_path: str) -> str:
