@@ -56,8 +56,8 @@ from popart import MaskedCategorical, PopArt, masked_mean
 class Args:
     """MAPPO (Yu et al. 2022) acting asynchronously as in Async MAPPO (Fu et al. 2022): --num-envs envs in total,
     stepped by --num-clients env clients in --num-splits splits each.
-    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map (each
-    backend's presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
+    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map
+    (env_presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
     ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
     With --recurrent, on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
     """
@@ -858,16 +858,6 @@ class SMAXVecEnv(JaxVecEnv):
 
     has_wins, continuous = True, False
 
-    @staticmethod
-    def ids() -> list[str]:
-        with quiet():
-            from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-        return sorted(MAP_NAME_TO_SCENARIO)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return SMAC_MAP_PRESETS.get(env_id, {})
-
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax.numpy as jnp
 
@@ -912,14 +902,6 @@ class HanabiVecEnv(JaxVecEnv):
     the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
     has_wins, continuous = False, False
-
-    @staticmethod
-    def ids() -> list[str]:
-        return list(HANABI_PLAYERS)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
@@ -981,10 +963,6 @@ class GenericVecEnv:
 
     has_wins = False
     use_state = True  # the env's state() where it has one (MPE: not)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {}
 
     def make_one(self, env_id: str):
         return make_generic(env_id)
@@ -1177,15 +1155,6 @@ class MPEVecEnv(GenericVecEnv):
     the largest obs and action sizes (padded actions unavailable); team reward: the agents'
     mean; env state: all observations, padded (not mpe2's state(), which is unpadded)."""
 
-    @staticmethod
-    def ids() -> list[str]:
-        continuous = [f"{task}_continuous" for task in ("simple_spread_v3", "simple_reference_v3")]
-        return [*MPE_TASK_PRESETS, *continuous]
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]}
-
     use_state = False
 
     def make_one(self, env_id: str):
@@ -1206,14 +1175,6 @@ class VMASVecEnv:
     (on a GPU, VMAS also draws from torch's CUDA generator, which the policy shares)."""
 
     has_wins, continuous = False, True
-
-    @staticmethod
-    def ids() -> list[str]:
-        return [f"vmas/{name}" for name in VMAS_SCENARIOS]
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return VMAS_PRESET
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
@@ -1310,19 +1271,6 @@ class SMACliteVecEnv:
 
     has_wins, continuous = True, False
 
-    @staticmethod
-    def ids() -> list[str]:  # none where SMAClite is not installed
-        try:
-            import gymnasium as gym
-            import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
-        except ImportError:
-            return []
-        return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {**SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {}), "eval_interval": 5}
-
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
 
@@ -1361,23 +1309,44 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-# the registry: a new backend is a class and its entry
-ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
+def smax_maps() -> list[str]:
+    with quiet():
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    return sorted(MAP_NAME_TO_SCENARIO)
+
+
+def smaclite_maps() -> list[str]:
+    """smaclite/<map> for each map SMAClite registers; none where it is not installed"""
+    try:
+        import gymnasium as gym
+        import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+    except ImportError:
+        return []
+    return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
+
+
+# The envs known by name: family -> (backend, its ids). SMAX and SMAClite import to list their maps, so they come
+# last; pz/ and gym/ ids go to the generic backend.
+ENV_FAMILIES = {
+    "MPE": (MPEVecEnv, lambda: [*MPE_TASK_PRESETS, "simple_spread_v3_continuous", "simple_reference_v3_continuous"]),
+    "Hanabi": (HanabiVecEnv, lambda: list(HANABI_PLAYERS)),
+    "VMAS": (VMASVecEnv, lambda: [f"vmas/{name}" for name in VMAS_SCENARIOS]),
+    "SMAX": (SMAXVecEnv, smax_maps),
+    "SMAClite": (SMACliteVecEnv, smaclite_maps),
+}
 
 
 def env_backend(env_id: str):
     """The backend of env_id; exits 2 with every valid id when there is none."""
     if env_id.startswith(("pz/", "gym/")):
         return GenericVecEnv
-    backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)  # MPE and Hanabi ids import nothing
-    if backend is None:
-        check(not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
-        valid = "".join(
-            f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS
-        )
-        generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
-        check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
-    return backend
+    for backend, ids in ENV_FAMILIES.values():
+        if env_id in ids():
+            return backend
+    check(not env_id.startswith("smaclite/"), "SMAClite is not installed: README.md#environments has its install line")
+    valid = "".join(f"\n  {family}: {', '.join(ids()) or 'not installed'}" for family, (_, ids) in ENV_FAMILIES.items())
+    generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
+    check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
 
 
 def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device=None, team_reward="sum"):
@@ -1422,11 +1391,6 @@ HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
 HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
 HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
 HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)  # ours: 2 CPU cores, 1/8 the envs, 1/4 the width
-SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
-library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):
-  sudo apt-get install libspatialindex-dev
-  pip install Rtree==1.0.0 scikit-learn
-  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git"""
 
 
 def check(condition: bool, message: str):
@@ -1453,12 +1417,19 @@ def quiet():
             os.close(saved_fd)
 
 
-def env_presets(env_id: str, paper_preset: bool = False, recurrent: bool = False) -> dict:
-    """The presets of env_id's backend; with --recurrent, Async MAPPO Table 2's batch and reuse on its maps."""
-    presets = env_backend(env_id).presets(env_id, paper_preset)
-    if recurrent:  # MAPPO's GRU stacks no frames
-        return {**presets, "num_stacked_frames": 1, **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
-    return presets
+def env_presets(env_id: str, paper_preset: bool) -> dict:
+    """The settings env_id brings: the paper's for its family and map (MAPPO Tables 5, 7, 11, 12, 13), else ours"""
+    backend = env_backend(env_id)  # exits 2 on an unknown id
+    smac_map = SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {})
+    if backend is MPEVecEnv:
+        return MPE_PRESET | MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]
+    if backend is HanabiVecEnv:
+        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
+    if backend is VMASVecEnv:
+        return VMAS_PRESET
+    if backend is SMACliteVecEnv:
+        return smac_map | {"eval_interval": 5}  # ours: its evaluations are slow
+    return smac_map if backend is SMAXVecEnv else {}
 
 
 def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
@@ -1476,7 +1447,9 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
     else:
         env_id = known.env_id or Args.env_id
-        presets = env_presets(env_id, known.paper_preset, known.recurrent)
+        presets = env_presets(env_id, known.paper_preset)  # exits 2 on an unknown id
+        if known.recurrent:  # Async MAPPO Table 2's batch and reuse on its maps; MAPPO's GRU stacks no frames
+            presets = {**presets, "num_stacked_frames": 1, **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
         defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset, recurrent=known.recurrent)
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
     env_backend(args.env_id)  # exits 2 on an unknown id

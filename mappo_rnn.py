@@ -46,8 +46,8 @@ from popart import MaskedCategorical, PopArt, masked_mean
 @dataclass
 class Args:
     """Recurrent MAPPO (Yu et al. 2022): MLP -> GRU actor and critic.
-    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map (each
-    backend's presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
+    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map
+    (env_presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
     ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
     """
 
@@ -56,6 +56,7 @@ class Args:
     seed: int = 1  # seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)
     torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
     cuda: bool = True  # train on the GPU when CUDA is available
+    compile: bool = False  # torch.compile the update's losses; on a GPU with CUDA graphs (a CPU needs a C++ compiler) [ours]
     track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
     wandb_project_name: str = "cleanmappo"  # the W&B project
     wandb_entity: Optional[str] = None  # the W&B entity (team)
@@ -375,71 +376,81 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
     return 0.5 * error**2
 
 
-def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args) -> dict:
+def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
+    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come with them: the part of
+    the update that --compile compiles (backward and optimiser steps stay eager)"""
+    # BPTT through each chunk; the hidden state resets where an episode starts inside it
+    logits, _ = actor(mb["obs"], mb["actor_h0"], mb["starts"])  # (C,mb,U)
+    dist = policy(logits, mb["avail"], actor.log_std)  # Suggestion 4: action masks
+    logratio = dist.log_prob(mb["actions"]) - mb["logprobs"]
+    ratio = logratio.exp()
+
+    # Policy loss, clipped
+    pg_loss1 = -mb["advantages"] * ratio
+    pg_loss2 = -mb["advantages"] * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb["policy_mask"])
+    entropy_loss = masked_mean(dist.entropy(), mb["policy_mask"])
+
+    # Value loss, on PopArt-normalised values, clipped around the rollout's value
+    newvalue, _ = critic(mb["state"], mb["critic_h0"], mb["starts"])  # (C,mb)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
+    if args.clip_vloss:
+        v_clipped = mb["values"] + torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
+        v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
+    v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
+
+    with torch.no_grad():
+        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+        old_approx_kl = masked_mean(-logratio, mb["policy_mask"])
+        approx_kl = masked_mean((ratio - 1) - logratio, mb["policy_mask"])
+        clipfrac = masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb["policy_mask"])
+        # ~0 on the first mini-batch: the chunks rebuild the rollout's hidden states, the actor's and the critic's
+        ratio_dev = torch.where(mb["valid"], (ratio - 1.0).abs(), 0.0).max()
+        value_dev = torch.where(mb["valid"], (newvalue - mb["values"]).abs(), 0.0).max()
+    losses = dict(policy_loss=pg_loss, entropy=entropy_loss, value_loss=v_loss)
+    stats = dict(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac, ratio_dev=ratio_dev)
+    return dict(losses, **stats, value_dev=value_dev)
+
+
+def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
     """PPO epochs over N chunks of C steps, BPTT through each [MAPPO Suggestion 3: few epochs, one mini-batch].
     b: obs (C,N,O+A), state (C,N,S), avail (C,N,U); alive, valid (not padding), starts, actions, logprobs, advantages,
-    returns, old values (C,N; the last two PopArt-normalised); actor_h0, critic_h0 (N,H) entering each chunk -> stats"""
-    advantages = b["advantages"]
+    returns, old values (C,N; the last two PopArt-normalised); actor_h0, critic_h0 (N,H) entering each chunk.
+    losses_of: ppo_losses, or its compiled version. Returns the statistics to log."""
+    b = dict(b)
     if args.norm_adv:  # over the active agent-steps only
-        active_adv = advantages[b["alive"]] if b["alive"].any() else advantages
-        advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
-    policy_mask = b["alive"] if args.policy_active_masks else b["valid"]
-    value_mask = b["alive"] if args.value_active_masks else b["valid"]
+        active_adv = b["advantages"][b["alive"]] if b["alive"].any() else b["advantages"]
+        b["advantages"] = (b["advantages"] - active_adv.mean()) / (active_adv.std() + 1e-8)
+    b["policy_mask"] = b["alive"] if args.policy_active_masks else b["valid"]
+    b["value_mask"] = b["alive"] if args.value_active_masks else b["valid"]
+    del b["alive"]
 
-    N, clipfracs, first_ratio_dev, first_value_dev = advantages.shape[1], [], 0.0, 0.0
+    N = b["advantages"].shape[1]
     minibatch_size = math.ceil(N / args.num_minibatches)  # whole chunks
+    clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
     for epoch in range(args.update_epochs):
-        b_inds = torch.randperm(N, device=advantages.device)
+        b_inds = torch.randperm(N, device=b["advantages"].device)
         for start in range(0, N, minibatch_size):
             mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
-            mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+            mb = {k: v[mb_inds] if k.endswith("_h0") else v[:, mb_inds] for k, v in b.items()}  # (C,mb,...), (mb,H)
+            losses = losses_of(actor, critic, mb, args)
+            clipfracs.append(losses["clipfrac"].item())
+            if epoch == 0 and start == 0:
+                first_ratio_dev, first_value_dev = losses["ratio_dev"].item(), losses["value_dev"].item()
 
-            # BPTT through each chunk; the hidden state resets where an episode starts inside it
-            logits, _ = actor(b["obs"][:, mb_inds], b["actor_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb, U)
-            dist = policy(logits, b["avail"][:, mb_inds], actor.log_std)  # MAPPO Suggestion 4: action masks
-            newlogprob = dist.log_prob(b["actions"][:, mb_inds])  # (C, mb)
-            entropy = dist.entropy()
-            logratio = newlogprob - b["logprobs"][:, mb_inds]
-            ratio = logratio.exp()
-
-            with torch.no_grad():
-                # calculate approx_kl http://joschu.net/blog/kl-approx.html
-                old_approx_kl = masked_mean(-logratio, mb_policy_mask)
-                approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
-                clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
-                if epoch == 0 and start == 0:  # must be 0: the chunks rebuild the rollout's hidden states
-                    first_ratio_dev = (ratio - 1.0).abs()[b["valid"][:, mb_inds]].max().item()
-
-            # Policy loss, over the agent-steps of live agents
-            mb_advantages = advantages[:, mb_inds]
-            pg_loss1 = -mb_advantages * ratio
-            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-            pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
-            entropy_loss = masked_mean(entropy, mb_policy_mask)
+            # actor and critic share no parameter: one backward gives each its own loss's gradient
             actor_optimizer.zero_grad()
-            (pg_loss - args.ent_coef * entropy_loss).backward()
-            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
-            actor_optimizer.step()
-
-            # Value loss, on PopArt-normalised values, clipped around the rollout's value
-            newvalue, _ = critic(b["state"][:, mb_inds], b["critic_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb)
-            mb_returns, mb_values = b["returns"][:, mb_inds], b["values"][:, mb_inds]
-            if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
-                first_value_dev = (newvalue - mb_values).detach().abs()[b["valid"][:, mb_inds]].max().item()
-            v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
-            if args.clip_vloss:
-                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
-                v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
-            v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
             critic_optimizer.zero_grad()
-            (v_loss * args.vf_coef).backward()
+            actor_loss = losses["policy_loss"] - args.ent_coef * losses["entropy"]
+            (actor_loss + args.vf_coef * losses["value_loss"]).backward()
+            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
             critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+            actor_optimizer.step()
             critic_optimizer.step()
 
-    losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
-    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
-    stats = {f"losses/{k}": v.item() for k, v in losses.items()}
+    last = {k: losses[k] for k in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")}
+    stats = {f"losses/{k}": v.item() for k, v in dict(last, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm).items()}
     stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/first_value_dev": first_value_dev})
     return dict(stats, **{"losses/clipfrac": np.mean(clipfracs)})
 
@@ -515,6 +526,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
+    losses_of = ppo_losses  # --compile: compiled at its first call, CUDA graphs on a GPU
+    if args.compile:
+        losses_of = torch.compile(ppo_losses, mode="reduce-overhead" if device.type == "cuda" else None)
     eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
     if args.eval_only:
         return report_eval_only(args, eval_envs, evaluation(actor, eval_envs, args, agent_ids, device, (), eval_generator))
@@ -573,8 +587,10 @@ def train(args: Args, ckpt: Optional[dict] = None):
         batch.update(actor_h0=actor_hs[::C].reshape(-1, H), critic_h0=critic_hs[::C].reshape(-1, H))  # (N,H)
 
         update_start = time.time()
-        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args)
+        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args, losses_of)
         stats.update({"time/update": time.time() - update_start, "time/env": env_time})
+        if args.compile and iteration == run.iteration + 1:  # the first update compiles
+            print(f"--compile: the first update took {stats['time/update']:.1f} s, compiling included", flush=True)
         y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
         seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
@@ -654,16 +670,6 @@ class SMAXVecEnv(JaxVecEnv):
 
     has_wins, continuous = True, False
 
-    @staticmethod
-    def ids() -> list[str]:
-        with quiet():
-            from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-        return sorted(MAP_NAME_TO_SCENARIO)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return SMAC_MAP_PRESETS.get(env_id, {})
-
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax.numpy as jnp
 
@@ -708,14 +714,6 @@ class HanabiVecEnv(JaxVecEnv):
     the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
     has_wins, continuous = False, False
-
-    @staticmethod
-    def ids() -> list[str]:
-        return list(HANABI_PLAYERS)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
@@ -777,10 +775,6 @@ class GenericVecEnv:
 
     has_wins = False
     use_state = True  # the env's state() where it has one (MPE: not)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {}
 
     def make_one(self, env_id: str):
         return make_generic(env_id)
@@ -973,15 +967,6 @@ class MPEVecEnv(GenericVecEnv):
     the largest obs and action sizes (padded actions unavailable); team reward: the agents'
     mean; env state: all observations, padded (not mpe2's state(), which is unpadded)."""
 
-    @staticmethod
-    def ids() -> list[str]:
-        continuous = [f"{task}_continuous" for task in ("simple_spread_v3", "simple_reference_v3")]
-        return [*MPE_TASK_PRESETS, *continuous]
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {**MPE_PRESET, **MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]}
-
     use_state = False
 
     def make_one(self, env_id: str):
@@ -1002,14 +987,6 @@ class VMASVecEnv:
     (on a GPU, VMAS also draws from torch's CUDA generator, which the policy shares)."""
 
     has_wins, continuous = False, True
-
-    @staticmethod
-    def ids() -> list[str]:
-        return [f"vmas/{name}" for name in VMAS_SCENARIOS]
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return VMAS_PRESET
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
@@ -1106,19 +1083,6 @@ class SMACliteVecEnv:
 
     has_wins, continuous = True, False
 
-    @staticmethod
-    def ids() -> list[str]:  # none where SMAClite is not installed
-        try:
-            import gymnasium as gym
-            import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
-        except ImportError:
-            return []
-        return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
-
-    @staticmethod
-    def presets(env_id: str, paper_preset: bool) -> dict:
-        return {**SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {}), "eval_interval": 5}
-
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
 
@@ -1157,23 +1121,59 @@ class SMACliteVecEnv:
             proc.kill()
 
 
-# the registry: a new backend is a class and its entry
-ENV_BACKENDS = (MPEVecEnv, HanabiVecEnv, VMASVecEnv, SMAXVecEnv, SMACliteVecEnv)
+def smax_maps() -> list[str]:
+    with quiet():
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    return sorted(MAP_NAME_TO_SCENARIO)
+
+
+def smaclite_maps() -> list[str]:
+    """smaclite/<map> for each map SMAClite registers; none where it is not installed"""
+    try:
+        import gymnasium as gym
+        import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
+    except ImportError:
+        return []
+    return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
+
+
+# The envs known by name: family -> (backend, its ids). SMAX and SMAClite import to list their maps, so they come
+# last; pz/ and gym/ ids go to the generic backend.
+ENV_FAMILIES = {
+    "MPE": (MPEVecEnv, lambda: [*MPE_TASK_PRESETS, "simple_spread_v3_continuous", "simple_reference_v3_continuous"]),
+    "Hanabi": (HanabiVecEnv, lambda: list(HANABI_PLAYERS)),
+    "VMAS": (VMASVecEnv, lambda: [f"vmas/{name}" for name in VMAS_SCENARIOS]),
+    "SMAX": (SMAXVecEnv, smax_maps),
+    "SMAClite": (SMACliteVecEnv, smaclite_maps),
+}
 
 
 def env_backend(env_id: str):
     """The backend of env_id; exits 2 with every valid id when there is none."""
     if env_id.startswith(("pz/", "gym/")):
         return GenericVecEnv
-    backend = next((b for b in ENV_BACKENDS if env_id in b.ids()), None)  # MPE and Hanabi ids import nothing
-    if backend is None:
-        check(not env_id.startswith("smaclite/") or SMACliteVecEnv.ids(), SMACLITE_INSTALL)
-        valid = "".join(
-            f"\n  {b.__name__.removesuffix('VecEnv')}: {', '.join(b.ids()) or 'not installed'}" for b in ENV_BACKENDS
-        )
-        generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
-        check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
-    return backend
+    for backend, ids in ENV_FAMILIES.values():
+        if env_id in ids():
+            return backend
+    check(not env_id.startswith("smaclite/"), "SMAClite is not installed: README.md#environments has its install line")
+    valid = "".join(f"\n  {family}: {', '.join(ids()) or 'not installed'}" for family, (_, ids) in ENV_FAMILIES.items())
+    generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
+    check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
+
+
+def env_presets(env_id: str, paper_preset: bool) -> dict:
+    """The settings env_id brings: the paper's for its family and map (MAPPO Tables 5, 7, 11, 12, 13), else ours"""
+    backend = env_backend(env_id)  # exits 2 on an unknown id
+    smac_map = SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {})
+    if backend is MPEVecEnv:
+        return MPE_PRESET | MPE_TASK_PRESETS[env_id.removesuffix("_continuous")]
+    if backend is HanabiVecEnv:
+        return HANABI_PAPER_PRESET if paper_preset else HANABI_PRESET
+    if backend is VMASVecEnv:
+        return VMAS_PRESET
+    if backend is SMACliteVecEnv:
+        return smac_map | {"eval_interval": 5}  # ours: its evaluations are slow
+    return smac_map if backend is SMAXVecEnv else {}
 
 
 def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device=None, team_reward="sum"):
@@ -1217,11 +1217,6 @@ HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
 HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
 HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
 HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)  # ours: 2 CPU cores, 1/8 the envs, 1/4 the width
-SMACLITE_INSTALL = """SMAClite is not installed. It is not on PyPI; install it from its git repository, after the system
-library that its Rtree dependency needs (--no-deps keeps SMAClite's pygame from overwriting mpe2's pygame-ce):
-  sudo apt-get install libspatialindex-dev
-  pip install Rtree==1.0.0 scikit-learn
-  pip install --no-deps git+https://github.com/uoe-agents/smaclite.git"""
 
 
 def check(condition: bool, message: str):
@@ -1265,7 +1260,7 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
         check(known.setting in (None, defaults.setting), f"the checkpoint's run has --setting {defaults.setting}")
     else:
         env_id = known.env_id or Args.env_id
-        presets = env_backend(env_id).presets(env_id, known.paper_preset)  # exits 2 on an unknown id
+        presets = env_presets(env_id, known.paper_preset)  # exits 2 on an unknown id
         if known.setting == "tuned":
             smac = env_backend(env_id) in (SMAXVecEnv, SMACliteVecEnv)
             check(smac, f"--setting tuned is a setting for SMAX and SMAClite maps, not for {env_id}")

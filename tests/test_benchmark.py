@@ -835,8 +835,8 @@ def test_an_edit_during_a_run_does_not_change_what_runs(tmp_path):
 
 def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_device_runs():
     """A setting of benchmark/smax_hard_10m.sh (a case of its setting()) is kept by its keep mode, run by
-    device_runs.sh ours, named in the README's hard-map table, in the table of falls and the figures of
-    benchmark/results/README.md and in the compare figure: a setting added in one place and not the others would run
+    device_runs.sh ours, named in the hard-map table, the table of falls and the figures of benchmark/results/README.md
+    and in the compare figure: a setting added in one place and not the others would run
     and never be kept, or be kept and never shown"""
     import hard_maps_curves
     import update_readme
@@ -847,9 +847,13 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
     [kept] = re.findall(r'^ALL_SETTINGS="([^"]*)"', script, flags=re.M)
     assert "keep) for s in ${SETTINGS:-$ALL_SETTINGS}; do" in script  # keep's default is that list
     [device] = re.findall(r'SETTINGS="([^"]*)"', (ROOT / "benchmark" / "jaxmarl" / "device_runs.sh").read_text())
-    [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
-               if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
+    [glance] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
     detail = (ROOT / "benchmark" / "results" / "README.md").read_text().splitlines()
+    [table] = [line.split()[2:-1] for line in detail if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]
+    # the README's table at a glance: ours with the paper setting and the named one, JaxMARL and Mava run here
+    assert glance == ["smax_10m", *(f"smax_hard_10m_{s}" for s in ("paper", "tuned", "jaxmarl", "mava_rec_mappo"))]
+    assert set(glance) <= set(table)
     [falls] = [line.split()[3:-1] for line in detail if line.startswith("<!-- gen smax_falls ")]
     [figures] = [line.split()[3:-1] for line in detail if line.startswith("<!-- gen figures smax_hard_10m_")]
     folders = [f"smax_hard_10m_{s}" for s in settings]
@@ -862,7 +866,8 @@ def test_every_hard_map_setting_reaches_the_keep_the_table_the_curves_and_the_de
 def test_every_mava_folder_has_its_config_changes_a_table_row_and_a_curve():
     """A folder of `smax_hard_10m.sh mava` (its own, or a MAVA_ABLATION case) is read by update_readme with the same
     --set changes the script runs with (it refuses a run with others), labelled in the table and in the compare
-    figure, and named on the README's gen line: an ablation added to the script alone would run and never be shown"""
+    figure, and named on the gen line of benchmark/results/README.md's hard-map table: an ablation added to the
+    script alone would run and never be shown"""
     import hard_maps_curves
     import update_readme
 
@@ -871,8 +876,8 @@ def test_every_mava_folder_has_its_config_changes_a_table_row_and_a_curve():
     cases = re.findall(r"^ {4}[a-z0-9]+\) set=\(--set ([^)]*)\) out=benchmark/results/(\w+) ;;", script, flags=re.M)
     assert cases, "the parse itself: noagentid is a case"
     sets = {own: []} | {folder: changes.split(" --set ") for changes, folder in cases}
-    [table] = [line.split()[2:-1] for line in (ROOT / "README.md").read_text().splitlines()
-               if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]  # fmt: skip
+    detail = (ROOT / "benchmark" / "results" / "README.md").read_text().splitlines()
+    [table] = [line.split()[2:-1] for line in detail if line.startswith("<!-- gen smax_10m smax_hard_10m_paper ")]
     assert update_readme.MAVA_SETS == sets
     assert set(hard_maps_curves.MAVA_FOLDERS) == set(sets)
     assert all(f in table and f in update_readme.SMAX_SETTINGS for f in sets)

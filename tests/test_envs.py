@@ -84,16 +84,19 @@ def test_env_seeding(backend):
 def test_registry_one_backend_per_id_and_presets_are_args():
     fields = {f.name for f in dataclasses.fields(mappo.Args)}
     seen = {}
-    for backend in mappo.ENV_BACKENDS:
-        for env_id in backend.ids():
-            assert env_id not in seen, f"{env_id} is claimed by {seen[env_id]} and {backend.__name__}"
-            seen[env_id] = backend.__name__
+    for family, (backend, ids) in mappo.ENV_FAMILIES.items():
+        for env_id in ids():
+            assert env_id not in seen, f"{env_id} is claimed by {seen[env_id]} and {family}"
+            seen[env_id] = family
             assert mappo.env_backend(env_id) is backend
             for paper_preset in (False, True):
-                assert set(backend.presets(env_id, paper_preset)) <= fields, (env_id, backend.presets(env_id, paper_preset))
+                presets = mappo.env_presets(env_id, paper_preset)
+                assert set(presets) <= fields, (env_id, presets)
     assert {"3m", "hanabi", "simple_spread_v3", "simple_spread_v3_continuous", "vmas/navigation"} <= set(seen)
-    assert mappo.SMAXVecEnv.presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
-    assert mappo.HanabiVecEnv.presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset
+    assert mappo.env_presets("5m_vs_6m", False) == {"update_epochs": 10}  # MAPPO Table 12
+    assert mappo.env_presets("hanabi", True)["num_envs"] == 1000  # Tables 7, 13 with --paper-preset
+    assert mappo.env_presets("simple_spread_v3", False)["activation"] == "tanh"  # Table 11
+    assert mappo.env_presets("pz/example_env:parallel_env", False) == {}  # the generic backend: Args' defaults
 
 
 @pytest.mark.parametrize("backend", ["SMAXVecEnv", "HanabiVecEnv", "VMASVecEnv"])

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch._dynamo
 
 from conftest import ROOT, eval_only_win_rate, load_script, read_scalars, run_dirs, wait_for_line
 
@@ -108,10 +109,13 @@ def test_hanabi_acting_rows_only(train, tmp_path, script):
     assert train(script, "--env-id", "simple_spread_v3", *SMALL, *TWO_UPDATES, "--acting-rows-only") == 2
 
 
-def test_missing_smaclite_prints_install_line(capsys, monkeypatch):
+def test_missing_smaclite_points_to_the_install_line(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "smaclite", None)  # import smaclite raises ImportError, as where it is absent
     err = exits_2(capsys, "mappo.py", "--env-id", "smaclite/2s3z")
-    assert "libspatialindex" in err and "github.com/uoe-agents/smaclite" in err
+    assert "SMAClite is not installed" in err and "README.md#environments" in err  # where the install line is, once
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Environments") : readme.index("### Your own environment")]
+    assert "libspatialindex" in section and "github.com/uoe-agents/smaclite" in section
 
 
 def test_bad_input_exits_2_as_a_command(run_script):
@@ -602,3 +606,23 @@ def test_committed_checkpoints_resume_with_todays_code(path, tmp_path):
     for part in ("actor", "critic"):
         assert again[part].keys() == ckpt[part].keys()
         assert all(torch.equal(again[part][k], ckpt[part][k]) for k in ckpt[part])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_compiled_update_logs_what_the_eager_one_logs(train, tmp_path, script):
+    """--compile (torch.compile of the update's losses) changes how the losses are computed, not what: from one seed the
+    first update logs the eager run's losses to float precision, and every update's first ratio is still 1 (the update
+    sees the rollout's policy; with mappo_rnn.py the first values too: the chunks rebuild the hidden states)"""
+    flags = ["--env-id", "3m", *SMALL, "--total-timesteps", "512", "--eval-interval", "0"]
+    for mode in ("no-compile", "compile"):
+        torch._dynamo.utils.counters.clear()
+        assert train(script, *flags, f"--{mode}", "--exp-name", mode) == 0
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 1  # the parse: the compiled run did compile
+    eager, compiled = (read_scalars(next(d for d in run_dirs(tmp_path) if f"__{m}__" in d)) for m in ("no-compile", "compile"))
+    assert len(compiled["losses/value_loss"]) == 4  # the parse: four updates logged
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/grad_norm"):
+        (_, e), (_, c) = eager[tag][0], compiled[tag][0]
+        assert abs(c - e) <= 1e-4 * max(1.0, abs(e)), (tag, e, c)
+    devs = ["losses/first_ratio_dev"] + (["losses/first_value_dev"] if script == "mappo_rnn.py" else [])
+    assert all(v <= 1e-5 for tag in devs for _, v in compiled[tag]), {tag: compiled[tag] for tag in devs}

@@ -20,7 +20,7 @@ VARIANTS = ("ippo.py", "mappo_rnn.py", "mappo_async_seed.py")
 # what each variant is about: its own networks, rollout, update and training loop (the README lists the changes)
 VARIANT_OWN = {
     "ippo.py": {"Args", "train"},
-    "mappo_rnn.py": {"Args", "Actor", "Critic", "rollout", "ppo_update", "evaluate", "train"},
+    "mappo_rnn.py": {"Args", "Actor", "Critic", "rollout", "ppo_losses", "ppo_update", "evaluate", "train"},
     "mappo_async_seed.py": {"Args", "Actor", "Critic", "ppo_update", "evaluate", "train"},
 }
 

@@ -50,7 +50,7 @@ def raw_sps(env_id: str, num_envs: int, steps: int, seed: int = 0, windows: int 
 
 def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "mappo") -> dict:
     """Steady-state SPS of mappo.py, or another top-level script with its flags (first iteration, with JIT compilation,
-    excluded) and its time split."""
+    excluded), its time split and the first update's time."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     args, _ = importlib.import_module(script).parse_args(["--env-id", env_id, *extra])  # its batch, presets included
@@ -63,6 +63,7 @@ def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "map
         sps = acc.Scalars("charts/learning_rate")  # logged at every update
         steady = (sps[-1].step - sps[0].step) / (sps[-1].wall_time - sps[0].wall_time)
         mean = {tag: float(np.mean([e.value for e in acc.Scalars(tag)][1:])) for tag in ("time/env", "time/update")}
+        first_update = acc.Scalars("time/update")[0].value  # compiling included with --compile
     iteration = args.num_envs * args.num_steps / steady
     return dict(
         num_envs=args.num_envs,
@@ -72,6 +73,7 @@ def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "map
         env_s=mean["time/env"],
         update_s=mean["time/update"],
         other_s=iteration - mean["time/env"] - mean["time/update"],
+        first_update_s=first_update,
     )
 
 

@@ -111,8 +111,7 @@ SMAX_SETTINGS = {
     ),
     "smax_hard_10m_tuned": (
         "mappo_rnn.py",
-        "tuned (--setting tuned: paper with Mava's SMAX values, 128 envs x 128 steps, 128 wide, lr 4e-3 constant, 2"
-        " epochs x 2 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.5)",
+        "tuned (--setting tuned: the paper's with Mava's SMAX values)",
         "2-core CPU, 2 runs at once",
     ),
     "smax_hard_10m_mavalike": (
@@ -365,6 +364,26 @@ def smax_10m(*folders: str) -> str:
     return "\n".join(out) + (f"\n\n{own}" if own else "")
 
 
+def setting_cost(base: str, other: str) -> str:
+    """What a run of one setting costs beside another's on each map both finished: the median wall time per run and
+    the env steps trained per second it comes to (10M env steps over that time), from their summary.json files"""
+    rows = {folder: {r["env_id"]: r for r in win_rows(folder)} for folder in (base, other)}
+    out = [
+        f"| map | {SMAX_SETTINGS[base][1]}: wall time per run | env steps/s | {SMAX_SETTINGS[other][1]}: wall time per run "
+        "| env steps/s | time, ratio | machine |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for env in sorted(set(rows[base]) & set(rows[other])):
+        a, b = (rows[f][env] for f in (base, other))
+        wall_a, wall_b = float(np.median(a["wall_time"])), float(np.median(b["wall_time"]))
+        sps_a, sps_b = min(a["env_steps"]) / wall_a, min(b["env_steps"]) / wall_b
+        out.append(
+            f"| {env} | {duration(wall_a)} | {sps_a:,.0f} | {duration(wall_b)} | {sps_b:,.0f} | {wall_b / wall_a:.2f}x "
+            f"| {SMAX_SETTINGS[other][2]} |"
+        )
+    return "\n".join(out)
+
+
 def figures(*folders: str) -> str:
     """the plots of our folders that have one, a blank line between two"""
     return "".join(curves(f) for f in folders if not f.endswith(BASELINE_FOLDERS)).lstrip("\n")
@@ -478,6 +497,25 @@ def throughput() -> str:
     for r in rows:
         split = f"{r['env_s']:.2f} / {r['update_s']:.2f} / {r['other_s']:.2f}"
         out.append(f"| {r['env_id']} | {r['num_envs']} | {r['raw_sps']:.0f} | {r['sps']:.0f} | {r['ratio']:.2f} | {split} |")
+    return "\n".join(out)
+
+
+def compile_speed() -> str:
+    """The update eager and with --compile, alternating runs of each script (benchmark/measure/compile_speed.py)"""
+    if not os.path.exists(os.path.join(RESULTS, "compile.json")):
+        return "(not measured yet: `python benchmark/measure/compile_speed.py`)"
+    speed = load("compile.json")
+    out = [
+        f"Measured on {speed['machine']}: `{speed['command']}`.",
+        "",
+        "| script | env | update, eager | update, compiled | compiled / eager | first update, compiling | SPS eager / compiled |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in speed["rows"]:
+        out.append(
+            f"| {r['script']} | {r['env_id']} | {r['eager_update_s']:.2f} s | {r['compiled_update_s']:.2f} s "
+            f"| {r['update_ratio']:.2f}x | {r['compile_first_update_s']:.0f} s | {r['eager_sps']:,.0f} / {r['compiled_sps']:,.0f} |"
+        )
     return "\n".join(out)
 
 
@@ -694,6 +732,7 @@ GENERATORS = dict(lines=lines, diff=diff, results=results, throughput=throughput
 GENERATORS.update(async_learning=async_learning, async_throughput=async_throughput, hanabi=hanabi, smax_10m=smax_10m)
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
 GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures, default_budget=default_budget)
+GENERATORS.update(compile_speed=compile_speed, setting_cost=setting_cost)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 IMAGE = re.compile(r"\]\((benchmark/results/[^)\s]+\.png)\)")
