@@ -470,7 +470,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     out = run.start(envs)  # the first reset (SMAX compiles here)
     if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
         run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
-    for iteration in range(run.iteration + 1, run.num_iterations + 1):
+    first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
+    for iteration in range(first_iteration, run.num_iterations + 1):
         iteration_start = time.time()
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / run.num_iterations
@@ -514,7 +515,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         update_start = time.time()
         stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args, losses_of)
         stats.update({"time/update": time.time() - update_start, "time/env": env_time})
-        if args.compile and iteration == run.iteration + 1:  # the first update compiles
+        if args.compile and iteration == first_iteration:
             print(f"--compile: the first update took {stats['time/update']:.1f} s, compiling included", flush=True)
         y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)

@@ -67,6 +67,7 @@ class Args:
     seed: int = 1  # seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)
     torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
     cuda: bool = True  # train on the GPU when CUDA is available
+    compile: bool = False  # torch.compile the update's losses; on a GPU with CUDA graphs (a CPU needs a C++ compiler) [ours]
     track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
     wandb_project_name: str = "cleanmappo"  # the W&B project
     wandb_entity: Optional[str] = None  # the W&B entity (team)
@@ -575,72 +576,83 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
     return 0.5 * error**2
 
 
-def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args) -> dict:
+def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
+    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come with them: the part of
+    the update that --compile compiles (backward and optimiser steps stay eager)"""
+    # BPTT through each chunk (--recurrent; else chunks of 1); the hidden state resets where an episode starts inside it
+    logits, _ = actor(mb["obs"], mb["actor_h0"], mb["starts"])  # (C,mb,U)
+    dist = MaskedCategorical(logits, mb["avail"])  # Suggestion 4: action masks
+    logratio = dist.log_prob(mb["actions"]) - mb["logprobs"]
+    ratio = logratio.exp()
+
+    # Policy loss, clipped
+    pg_loss1 = -mb["advantages"] * ratio
+    pg_loss2 = -mb["advantages"] * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb["policy_mask"])
+    entropy_loss = masked_mean(dist.entropy(), mb["policy_mask"])
+
+    # Value loss, on PopArt-normalised values, clipped around the rollout's value
+    newvalue, _ = critic(mb["state"], mb["critic_h0"], mb["starts"])  # (C,mb)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
+    if args.clip_vloss:
+        v_clipped = mb["values"] + torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
+        v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
+    v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
+
+    with torch.no_grad():
+        # calculate approx_kl http://joschu.net/blog/kl-approx.html
+        old_approx_kl = masked_mean(-logratio, mb["policy_mask"])
+        approx_kl = masked_mean((ratio - 1) - logratio, mb["policy_mask"])
+        clipfrac = masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb["policy_mask"])
+        # 0 on the first mini-batch at zero policy lag: the update sees what the server saw (and with --recurrent the
+        # chunks rebuild the rollout's hidden states, the actor's and the critic's)
+        ratio_dev = torch.where(mb["valid"], (ratio - 1.0).abs(), 0.0).max()
+        value_dev = torch.where(mb["valid"], (newvalue - mb["values"]).abs(), 0.0).max()
+    losses = dict(policy_loss=pg_loss, entropy=entropy_loss, value_loss=v_loss)
+    stats = dict(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac, ratio_dev=ratio_dev)
+    return dict(losses, **stats, value_dev=value_dev)
+
+
+def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
     """PPO epochs over N chunks of C steps, BPTT through each with --recurrent (C = 1 without: mappo.py's flat batch)
     [MAPPO Suggestion 3: few epochs, one mini-batch]. b: obs (C,N,O+A), state (C,N,S), avail (C,N,U), alive, valid (not
     padding) and starts (C,N), actions, logprobs, advantages, returns and old values (C,N) (the last two
-    PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden states entering each chunk. Returns the statistics."""
-    advantages = b["advantages"]
+    PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden states entering each chunk. losses_of: ppo_losses, or
+    its compiled version. Returns the statistics to log."""
+    b = dict(b)
     if args.norm_adv:  # over the active agent-steps only
-        active_adv = advantages[b["alive"]] if b["alive"].any() else advantages
-        advantages = (advantages - active_adv.mean()) / (active_adv.std() + 1e-8)
-    policy_mask = b["alive"] if args.policy_active_masks else b["valid"]
-    value_mask = b["alive"] if args.value_active_masks else b["valid"]
+        active_adv = b["advantages"][b["alive"]] if b["alive"].any() else b["advantages"]
+        b["advantages"] = (b["advantages"] - active_adv.mean()) / (active_adv.std() + 1e-8)
+    b["policy_mask"] = b["alive"] if args.policy_active_masks else b["valid"]
+    b["value_mask"] = b["alive"] if args.value_active_masks else b["valid"]
+    del b["alive"]
 
-    N, clipfracs, first_ratio_dev, first_value_dev = advantages.shape[1], [], 0.0, 0.0
+    N = b["advantages"].shape[1]
     minibatch_size = math.ceil(N / args.num_minibatches)  # whole chunks
+    clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
     for epoch in range(args.update_epochs):
-        b_inds = torch.randperm(N, device=advantages.device)
+        b_inds = torch.randperm(N, device=b["advantages"].device)
         for start in range(0, N, minibatch_size):
             mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
-            mb_policy_mask = policy_mask[:, mb_inds]  # (C, mb)
+            mb = {k: v[mb_inds] if k.endswith("_h0") else v[:, mb_inds] for k, v in b.items()}  # (C,mb,...), (mb,H)
+            losses = losses_of(actor, critic, mb, args)
+            clipfracs.append(losses["clipfrac"].item())
+            if epoch == 0 and start == 0:
+                first_ratio_dev, first_value_dev = losses["ratio_dev"].item(), losses["value_dev"].item()
 
-            # BPTT through each chunk; the hidden state resets where an episode starts inside it
-            logits, _ = actor(b["obs"][:, mb_inds], b["actor_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb, U)
-            dist = MaskedCategorical(logits, b["avail"][:, mb_inds])  # MAPPO Suggestion 4: action masks
-            newlogprob = dist.log_prob(b["actions"][:, mb_inds])  # (C, mb)
-            entropy = dist.entropy()
-            logratio = newlogprob - b["logprobs"][:, mb_inds]
-            ratio = logratio.exp()
-
-            with torch.no_grad():
-                # calculate approx_kl http://joschu.net/blog/kl-approx.html
-                old_approx_kl = masked_mean(-logratio, mb_policy_mask)
-                approx_kl = masked_mean((ratio - 1) - logratio, mb_policy_mask)
-                clipfracs += [masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_policy_mask).item()]
-                if epoch == 0 and start == 0:  # 0 at zero policy lag: the update sees what the server saw
-                    first_ratio_dev = (ratio - 1.0).abs()[b["valid"][:, mb_inds]].max().item()
-
-            # Policy loss, over the agent-steps of live agents
-            mb_advantages = advantages[:, mb_inds]
-            pg_loss1 = -mb_advantages * ratio
-            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-            pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_policy_mask)
-            entropy_loss = masked_mean(entropy, mb_policy_mask)
+            # actor and critic share no parameter: one backward gives each its own loss's gradient
             actor_optimizer.zero_grad()
-            (pg_loss - args.ent_coef * entropy_loss).backward()
-            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
-            actor_optimizer.step()
-
-            # Value loss, on PopArt-normalised values, clipped around the rollout's value
-            newvalue, _ = critic(b["state"][:, mb_inds], b["critic_h0"][mb_inds], b["starts"][:, mb_inds])  # (C, mb)
-            mb_returns, mb_values = b["returns"][:, mb_inds], b["values"][:, mb_inds]
-            if epoch == 0 and start == 0:  # ~0 too: the critic's chunks rebuild its rollout hidden states
-                first_value_dev = (newvalue - mb_values).detach().abs()[b["valid"][:, mb_inds]].max().item()
-            v_loss_unclipped = value_error(newvalue - mb_returns, args.use_huber, args.huber_delta)
-            if args.clip_vloss:
-                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                v_loss_clipped = value_error(v_clipped - mb_returns, args.use_huber, args.huber_delta)
-                v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
-            v_loss = masked_mean(v_loss_unclipped, value_mask[:, mb_inds])
             critic_optimizer.zero_grad()
-            (v_loss * args.vf_coef).backward()
+            actor_loss = losses["policy_loss"] - args.ent_coef * losses["entropy"]
+            (actor_loss + args.vf_coef * losses["value_loss"]).backward()
+            grad_norm = nn.utils.clip_grad_norm_(actor.parameters(), args.max_grad_norm)
             critic_grad_norm = nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+            actor_optimizer.step()
             critic_optimizer.step()
 
-    losses = dict(value_loss=v_loss, policy_loss=pg_loss, entropy=entropy_loss, old_approx_kl=old_approx_kl)
-    losses.update(approx_kl=approx_kl, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
-    stats = {f"losses/{k}": v.item() for k, v in losses.items()}
+    last = {k: losses[k] for k in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")}
+    stats = {f"losses/{k}": v.item() for k, v in dict(last, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm).items()}
     stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/first_value_dev": first_value_dev})
     return dict(stats, **{"losses/clipfrac": np.mean(clipfracs)})
 
@@ -718,6 +730,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
+    losses_of = ppo_losses  # --compile: compiled at its first call, CUDA graphs on a GPU
+    if args.compile:
+        losses_of = torch.compile(ppo_losses, mode="reduce-overhead" if device.type == "cuda" else None)
     eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
     if args.eval_only:
         return report_eval_only(args, eval_envs, evaluation(actor, eval_envs, args, agent_ids, device, (), eval_generator))
@@ -731,7 +746,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     run.start()
     if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
         run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
-    for iteration in range(run.iteration + 1, run.num_iterations + 1):
+    first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
+    for iteration in range(first_iteration, run.num_iterations + 1):
         iteration_start = time.time()
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / run.num_iterations
@@ -775,9 +791,11 @@ def train(args: Args, ckpt: Optional[dict] = None):
         batch.update(actor_h0=actor_hs[::C].flatten(0, -2), critic_h0=critic_hs[::C].flatten(0, -2))  # (N,H)
 
         update_start = time.time()
-        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args)
+        stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args, losses_of)
         acting.publish(actor, iteration)  # the server acts with it from its next forward; the buffer is free
         stats.update({"time/update": time.time() - update_start, **acting.take_stats()})
+        if args.compile and iteration == first_iteration:
+            print(f"--compile: the first update took {stats['time/update']:.1f} s, compiling included", flush=True)
         stats.update({"stats/policy_lag": lag.mean(), "stats/policy_lag_max": lag.max()})
         y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)

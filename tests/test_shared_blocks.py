@@ -21,7 +21,7 @@ VARIANTS = ("ippo.py", "mappo_rnn.py", "mappo_async_seed.py")
 VARIANT_OWN = {
     "ippo.py": {"Args", "train"},
     "mappo_rnn.py": {"Args", "Actor", "Critic", "rollout", "ppo_losses", "ppo_update", "evaluate", "train"},
-    "mappo_async_seed.py": {"Args", "Actor", "Critic", "ppo_update", "evaluate", "train"},
+    "mappo_async_seed.py": {"Args", "Actor", "Critic", "ppo_losses", "ppo_update", "evaluate", "train"},
 }
 
 
