@@ -1470,6 +1470,8 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
             presets = {**presets, "num_stacked_frames": 1, **ASYNC_TABLE_2.get(env_id.removeprefix("smaclite/"), {})}
         defaults = Args(env_id=env_id, **presets, paper_preset=known.paper_preset, recurrent=known.recurrent)
     args = tyro.cli(Args, default=defaults, args=argv, description=Args.__doc__)
+    if args.role == "all":  # started by torchrun (or another launcher of env://): its variables choose the part
+        args = replace(args, **env_launch())
     env_backend(args.env_id)  # exits 2 on an unknown id
     for name in ("num_envs", "num_steps", "total_timesteps", "eval_episodes", "learning_rate", "critic_learning_rate",
                  "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
@@ -1537,16 +1539,36 @@ def restore(parts: dict, ckpt: dict, resume: bool, env_id: str):
             check(False, f"the checkpoint's networks do not match these flags: {name}: {first} ({envs})")
 
 
+def env_launch() -> dict:
+    """The env:// variables of a launcher (torchrun, a SLURM script) -> the flags they stand for: RANK 0 the learner,
+    the others its env clients, WORLD_SIZE - 1 clients; {} where RANK or WORLD_SIZE is not set"""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return {}
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    check(world >= 2, f"WORLD_SIZE {world}: a launch needs the learner and at least one env client")
+    flags = dict(role="client" if rank else "learner", rank=rank, num_clients=world - 1)
+    if "MASTER_ADDR" in os.environ:
+        flags["master_addr"] = os.environ["MASTER_ADDR"]
+    if "MASTER_PORT" in os.environ:
+        flags["master_port"] = int(os.environ["MASTER_PORT"])
+    return flags
+
+
 def rendezvous(args: Args) -> list:
     """The learner's side: the store listens on --master-addr only (--role all: on a free port, and the env clients start
     here as processes), then the gloo group forms. -> the local client processes"""
-    try:  # torch's TCPStore would listen on every interface: it gets a socket bound to --master-addr
-        family = socket.AF_INET6 if ":" in args.master_addr else socket.AF_INET
-        sock = socket.create_server((args.master_addr, 0 if args.role == "all" else args.master_port), family=family)
-    except OSError as e:
-        check(False, f"cannot listen on {args.master_addr}:{args.master_port} for the rendezvous ({e})")
-    port, timeout = sock.getsockname()[1], datetime.timedelta(seconds=args.client_timeout)
-    store = tdist.TCPStore(args.master_addr, port, args.num_clients + 1, True, timeout, False, master_listen_fd=sock.detach())
+    port, timeout = args.master_port, datetime.timedelta(seconds=args.client_timeout)
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent already serves a store there
+        store = tdist.TCPStore(args.master_addr, port, None, False, timeout)
+    else:
+        try:  # torch's TCPStore would listen on every interface: it gets a socket bound to --master-addr
+            family = socket.AF_INET6 if ":" in args.master_addr else socket.AF_INET
+            sock = socket.create_server((args.master_addr, 0 if args.role == "all" else port), family=family)
+        except OSError as e:
+            check(False, f"cannot listen on {args.master_addr}:{port} for the rendezvous ({e})")
+        port = sock.getsockname()[1]
+        store = tdist.TCPStore(args.master_addr, port, None, True, timeout, False, master_listen_fd=sock.detach())
+    store = tdist.PrefixStore("cleanmappo", store)  # our keys apart from a launcher's
     store.set("args", json.dumps(asdict(args)))  # the run's settings, for the clients
     cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--master-addr", args.master_addr]
     cmd += ["--master-port", str(port), "--client-timeout", str(args.client_timeout), "--rank"]
@@ -1587,6 +1609,7 @@ def client(args: Args):
         time.sleep(0.1)
     try:
         store = tdist.TCPStore(*learner, None, False, datetime.timedelta(seconds=args.client_timeout))
+        store = tdist.PrefixStore("cleanmappo", store)  # the learner's keys
         init = [f.name for f in fields(Args) if f.init]
         run_args = Args(**{k: v for k, v in json.loads(store.get("args")).items() if k in init})  # the run's settings
         check(args.rank <= run_args.num_clients, f"--rank {args.rank} must be 1 .. {run_args.num_clients}, the run's clients")

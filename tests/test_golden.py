@@ -22,6 +22,7 @@ timings to tests/golden/<script>__<env>.json."""
 import json
 import os
 import platform
+import socket
 import subprocess
 import sys
 import tempfile
@@ -204,6 +205,23 @@ def test_async_at_zero_lag_logs_the_base_scripts_numbers(train, tmp_path, base, 
     assert all(set(r["scalars"]) <= set(now) for r in golden["recordings"]), "a tag of the base script is missing"
     assert_one_recording(now, golden)
     assert all(v == 0 for _, v in now["stats/policy_lag_max"])
+
+
+def test_a_torchrun_launch_logs_the_base_scripts_numbers(tmp_path):
+    """Launched by torchrun (env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and torchrun's own store on that port),
+    rank 0 is the learner and rank 1 its env client, with no --role flag: at zero policy lag they log mappo.py's
+    recorded numbers, as the script started alone does"""
+    with socket.socket() as sock:  # a free port for torchrun's store
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    flags = [*command("mappo.py", "3m")[1:], "--num-splits", "1", "--max-policy-lag", "0"]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2"]
+    launch += ["--master-addr", "127.0.0.1", "--master-port", str(port), str(ROOT / "mappo_async_seed.py"), *flags]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    proc = subprocess.run(launch, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    [run] = run_dirs(tmp_path)  # one learner wrote logs
+    assert_one_recording(scalars(run), recorded("mappo.py", "3m"))
 
 
 if __name__ == "__main__":
