@@ -19,6 +19,7 @@ between the two CPUs was not found. The MPE cases log the same numbers on both.
 Each case runs a script for a few updates on the CPU with a fixed seed and writes every TensorBoard scalar except
 timings to tests/golden/<script>__<env>.json."""
 
+import contextlib
 import json
 import os
 import platform
@@ -222,6 +223,70 @@ def test_a_torchrun_launch_logs_the_base_scripts_numbers(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     [run] = run_dirs(tmp_path)  # one learner wrote logs
     assert_one_recording(scalars(run), recorded("mappo.py", "3m"))
+
+
+@contextlib.contextmanager
+def network_namespaces(count: int):
+    """count network namespaces, each with one veth interface on a shared bridge and address 10.213.0.<i+1> ->
+    [(namespace, interface, address)]; all removed after. Skips the test where they cannot be made (not root)."""
+    tag = str(os.getpid() % 100000)
+    bridge, made = f"cmbr{tag}", []
+
+    def ip(*args):
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+    try:
+        try:
+            ip("link", "add", bridge, "type", "bridge")
+        except (OSError, subprocess.CalledProcessError) as e:
+            pytest.skip(f"cannot make network namespaces here ({getattr(e, 'stderr', '') or e})")
+        ip("link", "set", bridge, "up")
+        for i in range(count):
+            ns, veth, peer, address = f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"cmb{i}_{tag}", f"10.213.0.{i + 1}"
+            ip("netns", "add", ns)
+            made.append(ns)
+            ip("link", "add", veth, "type", "veth", "peer", "name", peer)
+            ip("link", "set", veth, "netns", ns)
+            ip("link", "set", peer, "master", bridge)
+            ip("link", "set", peer, "up")
+            ip("netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", veth)
+            ip("netns", "exec", ns, "ip", "link", "set", veth, "up")
+            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")  # a host reaches its own address over its own lo
+        yield [(f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"10.213.0.{i + 1}") for i in range(count)]
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+
+
+def test_learner_and_two_clients_on_three_hosts_log_the_base_scripts_numbers(tmp_path):
+    """The learner and two env clients each in a network namespace of its own (a host of its own: its own address on a
+    bridge and its own loopback, so nothing between them can go over loopback), at zero policy lag with every split's
+    request in each forward: they log mappo.py's recorded numbers on simple_spread_v3 (whose envs are seeded one by one,
+    so two clients step what mappo.py's one process steps), tag for tag"""
+    with network_namespaces(3) as hosts:
+        (learner_ns, learner_if, learner_addr), *clients = hosts
+        net = ["--master-addr", learner_addr, "--master-port", "29500"]
+        flags = [*command("mappo.py", "simple_spread_v3")[1:], "--num-clients", "2", "--num-splits", "1"]
+        flags += ["--max-policy-lag", "0", "--server-batch", "2", "--flush-timeout", "30"]
+        script = str(ROOT / "mappo_async_seed.py")
+
+        def start(ns, interface, *args):
+            cmd = ["ip", "netns", "exec", ns, "env", f"GLOO_SOCKET_IFNAME={interface}", sys.executable, script, *args]
+            return subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        procs = [start(learner_ns, learner_if, "--role", "learner", *net, *flags)]
+        procs += [
+            start(ns, interface, "--role", "client", "--rank", str(r), *net) for r, (ns, interface, _) in enumerate(clients, 1)
+        ]
+        try:
+            outs = [p.communicate(timeout=600) for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
+        assert [p.returncode for p in procs] == [0, 0, 0], "\n".join(o[1][-2500:] for o in outs)
+    [run] = run_dirs(tmp_path)
+    assert_one_recording(scalars(run), recorded("mappo.py", "simple_spread_v3"))
 
 
 if __name__ == "__main__":

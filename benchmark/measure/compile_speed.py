@@ -59,8 +59,9 @@ def main():
         row["update_ratio"] = row["compiled_update_s"] / row["eager_update_s"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    head = f"measured {time.strftime('%Y-%m-%d')} on {machine(opts.cuda)}: `python benchmark/measure/compile_speed.py"
-    head += f" --cases {' '.join(opts.cases)} --iterations {opts.iterations} --repeats {opts.repeats}`"
+    command = f"python benchmark/measure/compile_speed.py --cases {' '.join(opts.cases)} --iterations {opts.iterations}"
+    command += f" --repeats {opts.repeats}"
+    head = f"measured {time.strftime('%Y-%m-%d')} on {machine(opts.cuda)}: `{command}`"
     lines = [
         head,
         "",
@@ -76,7 +77,7 @@ def main():
     with open(opts.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(opts.out + ".json", "w") as f:
-        json.dump(dict(machine=machine(opts.cuda), command=head.split(": ", 1)[1], rows=rows), f, indent=1)
+        json.dump(dict(machine=machine(opts.cuda), command=command, rows=rows), f, indent=1)
         f.write("\n")
     print("\n".join(lines))
 
