@@ -54,17 +54,17 @@ class Args:
 
     # experiment
     exp_name: str = os.path.basename(__file__)[: -len(".py")]  # name of this experiment, part of the run name
-    seed: int = 1  # seed of random, numpy, torch and the envs (env i gets seed + i; SMAX: one key, split every step)
+    seed: int = 1  # of random, numpy, torch, the envs (env i: seed + i; SMAX: one key)
     torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
     cuda: bool = True  # train on the GPU when CUDA is available
-    compile: bool = False  # torch.compile the update's losses; on a GPU with CUDA graphs (a CPU needs a C++ compiler) [ours]
+    compile: bool = False  # torch.compile the update's losses (GPU: CUDA graphs) [ours]
     track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
     wandb_project_name: str = "cleanmappo"  # the W&B project
     wandb_entity: Optional[str] = None  # the W&B entity (team)
-    save_model: bool = False  # write a checkpoint to runs/{run_name}/{exp_name}.pt at the end (a stop or --resume always do)
-    save_interval: int = 0  # also write it every N updates, so that a run killed without Ctrl-C can --resume (0: off)
-    resume: Optional[str] = None  # continue the run saved in this checkpoint: its args are the defaults, flags you pass win
-    eval_only: Optional[str] = None  # evaluate the policy in this checkpoint (greedy, --eval-episodes) and exit
+    save_model: bool = False  # checkpoint runs/{run_name}/{exp_name}.pt at the end
+    save_interval: int = 0  # also every N updates, so that a killed run can --resume (0: off)
+    resume: Optional[str] = None  # go on with this checkpoint's run: its args, then your flags
+    eval_only: Optional[str] = None  # evaluate this checkpoint's policy (greedy) and exit
 
     # env
 
@@ -72,28 +72,28 @@ class Args:
     # pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's multi-agent convention) [ours]
     env_id: str = "3m"
     num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
-    num_steps: int = 400  # steps per env per rollout [MAPPO: buffer length 400 SMAC (Table 6), 25 MPE (Table 5)]
-    total_timesteps: int = 10_000_000  # env steps, rounded down to whole rollouts [MAPPO: at most 10M on SMAC (Section 5)]
-    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: after every iteration; ours: 5 on smaclite, slow]
+    num_steps: int = 400  # steps per env per rollout [MAPPO: 400 SMAC (Table 6), 25 MPE (Table 5)]
+    total_timesteps: int = 10_000_000  # env steps, in whole rollouts [MAPPO: 10M SMAC (Section 5)]
+    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: 1; ours: 5 on smaclite]
     eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
-    eval_sampled: bool = False  # then as many with sampled actions, the metric of Mava's SMAX evaluations [ours]
+    eval_sampled: bool = False  # then as many with sampled actions (Mava's SMAX metric) [ours]
     num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
-    num_stacked_frames: int = 1  # observations stacked per agent, 1 = none [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
-    env_on_device: bool = False  # SMAX, Hanabi, VMAS step on the training device (GPU), outputs to torch uncopied [ours]
-    paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 envs, 128 wide, for 2 cores]
-    team_reward: Literal["sum", "mean"] = "sum"  # pz/, gym/ envs: of the agents' rewards [ours: sum, as EPyMARL's tables]
+    num_stacked_frames: int = 1  # stacked observations [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
+    env_on_device: bool = False  # SMAX, Hanabi, VMAS step on the training device (GPU) [ours]
+    paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 and 128]
+    team_reward: Literal["sum", "mean"] = "sum"  # pz/, gym/: of agents' rewards [ours: EPyMARL's]
 
     # algorithm
-    learning_rate: float = 5e-4  # actor learning rate [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
+    learning_rate: float = 5e-4  # actor's [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
     critic_learning_rate: float = 5e-4  # critic learning rate [MAPPO: same as the actor's]
     anneal_lr: bool = False  # linearly anneal both learning rates to 0 [MAPPO: off]
     gamma: float = 0.99  # discount [MAPPO: 0.99 (Table 3)]
     gae_lambda: float = 0.95  # GAE lambda [MAPPO: 0.95 (Table 3)]
-    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1, Suggestion 3; 2 on MMM2 (Table 12)]
-    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy maps, 10 or 5 hard (Table 12); 10 spread (Table 11)]
-    norm_adv: bool = True  # normalise advantages over the active agent-steps of the batch [MAPPO: on]
+    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1 (Suggestion 3); 2 MMM2 (Table 12)]
+    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy, 10 or 5 hard maps (Table 12)]
+    norm_adv: bool = True  # normalise advantages over the batch's active agent-steps [MAPPO: on]
     clip_coef: float = 0.2  # PPO ratio clip [MAPPO: 0.2 (Table 3)]
-    clip_vloss: bool = True  # clip the value change around the rollout's value by clip-coef [MAPPO: value clip 0.2 (Table 3)]
+    clip_vloss: bool = True  # clip the value's change by clip-coef [MAPPO: 0.2 (Table 3)]
     ent_coef: float = 0.01  # entropy bonus [MAPPO: 0.01]
     vf_coef: float = 1.0  # value loss weight [MAPPO: 1, separate actor and critic optimisers]
     max_grad_norm: float = 10.0  # gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]
@@ -102,13 +102,13 @@ class Args:
     use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
     hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
     num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
-    activation: Literal["relu", "tanh"] = "relu"  # hidden activation [MAPPO: ReLU SMAC; Tanh spread, speaker (Tables 11, 12)]
-    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: feature normalisation on (Table 3)]
-    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 on MMM2 (Table 12)]
+    activation: Literal["relu", "tanh"] = "relu"  # [MAPPO: ReLU; Tanh spread, speaker (Table 11)]
+    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: on (Table 3)]
+    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]
     death_masking: bool = True  # a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]
-    policy_active_masks: bool = True  # leave dead agents' steps out of the policy loss and entropy [MAPPO: on]
-    value_active_masks: bool = False  # leave dead agents' steps out of the value loss [MAPPO: off, as train_smac.sh runs]
-    acting_rows_only: bool = False  # hanabi: the player to move's rows only [MAPPO: its code's; ours: on in Hanabi presets]
+    policy_active_masks: bool = True  # dead agents' steps out of policy loss, entropy [MAPPO: on]
+    value_active_masks: bool = False  # dead agents' steps out of value loss [MAPPO: off, script]
+    acting_rows_only: bool = False  # hanabi: train on the mover's rows [MAPPO: its code]
 
 
 # ========================================= ENV ADAPTERS ===========================================
