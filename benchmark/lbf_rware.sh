@@ -9,15 +9,15 @@
 #   bash benchmark/lbf_rware.sh keep     # before a session ends: stop the runs (Ctrl-C), then this, then commit kept/
 #   bash benchmark/lbf_rware.sh plan     # the command line of each run still to do
 #   bash benchmark/lbf_rware.sh epymarl  # EPyMARL's MAPPO, run here (below); epymarl-keep, epymarl-plan likewise
-# Variables: SCRIPTS (mappo ippo), LBF_TASKS, RWARE_TASKS, SEEDS, WORKERS, TOTAL_TIMESTEPS (both budgets), EXTRA.
+# Variables: SCRIPTS (mappo ippo), LBF_TASKS, RWARE_TASKS (set empty: none), SEEDS, WORKERS, TOTAL_TIMESTEPS, EXTRA.
 # The setting: the MAPPO paper's defaults (Args), with EPyMARL's 10 parallel envs and 500 steps per env per rollout,
 # so that an evaluation every 10 updates falls every 50,000 env steps; LBF's time limit of 50 steps and RWARE's of 500
 # (EPyMARL's gymma.yaml; the scripts' GENERIC_TIME_LIMITS) end its episodes as truncations.
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LBF_TASKS=${LBF_TASKS:-"Foraging-8x8-2p-2f-coop-v3 Foraging-2s-8x8-2p-2f-coop-v3 Foraging-10x10-3p-3f-v3"}
-RWARE_TASKS=${RWARE_TASKS:-"rware-tiny-4ag-v2"}
+LBF_TASKS=${LBF_TASKS-"Foraging-8x8-2p-2f-coop-v3 Foraging-2s-8x8-2p-2f-coop-v3 Foraging-10x10-3p-3f-v3"}
+RWARE_TASKS=${RWARE_TASKS-"rware-tiny-4ag-v2"}
 WORKERS=${WORKERS:-2} PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(($(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1))}  # as mappo.sh's
 setting="--num-envs 10 --num-steps 500 --eval-episodes 100 --eval-sampled"
