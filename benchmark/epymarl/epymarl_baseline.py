@@ -45,14 +45,14 @@ import argparse
 import json
 import os
 import runpy
-import signal
-import subprocess
 import sys
 import time
 
 # benchmark/provenance.py, loaded by its path: benchmark/ on sys.path would shadow packages by its folders' names
 provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
 provenance = provenance["provenance"]
+run_child = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "child.py"))
+run_child = run_child["run_child"]
 
 T0 = time.time()
 SAVE_INTERVAL = 500_000  # env steps between EPyMARL's checkpoints: at most this much is redone after a stop
@@ -115,13 +115,6 @@ def last_step(info: dict, default: int) -> int:
     return max([max(v) for k, v in info.items() if k.endswith("_T") and v] or [default])
 
 
-def die_with_parent():
-    """In the child, before main.py starts (Linux): SIGTERM when this runner ends, even by SIGKILL"""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-
-
 def main(argv=None):
     args = parse_args(argv)
     epymarl = os.path.abspath(args.epymarl_dir)
@@ -139,20 +132,9 @@ def main(argv=None):
     if checkpoint:
         cmd.append(f"checkpoint_path={checkpoint}")
     print(" ".join(cmd), f"(from step {start_step})" if checkpoint else "", flush=True)
-    # SIGTERM (a benchmark script's stop) or SIGHUP end this process through the finally below, as Ctrl-C does
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(143))
-    child = subprocess.Popen(cmd, cwd=epymarl, preexec_fn=die_with_parent)
     try:
-        code = child.wait()
+        code = run_child(cmd, cwd=epymarl)  # stopped with this process (Ctrl-C, SIGTERM, SIGHUP)
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
-        if child.poll() is None:  # never outlive the run
-            child.terminate()
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
         # this sitting's sacred log, kept with the run whatever ended it
         new = sorted(set(os.listdir(sacred_dir)) - before, key=int) if os.path.isdir(sacred_dir) else []
         for run_id in new:

@@ -47,14 +47,14 @@ import argparse
 import json
 import os
 import runpy
-import signal
-import subprocess
 import sys
 import time
 
 # benchmark/provenance.py, loaded by its path: benchmark/ on sys.path would shadow packages by its folders' names
 provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
 provenance = provenance["provenance"]
+run_child = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "child.py"))
+run_child = run_child["run_child"]
 
 T0 = time.time()
 
@@ -99,13 +99,6 @@ def rows_of(metrics: dict) -> tuple[list[dict], dict]:
     return rows, run.get("absolute_metrics", {})
 
 
-def die_with_parent():
-    """In the child, before rec_mappo.py starts (Linux): SIGTERM when this runner ends, even by SIGKILL"""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-
-
 def main(argv=None):
     args = parse_args(argv)
     import importlib.metadata
@@ -141,20 +134,7 @@ def main(argv=None):
     cmd += [f"env.scenario={args.map}", f"system.seed={args.seed}", f"logger.base_exp_path={run_dir}", *args.set]
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_PYTHON_CLIENT_PREALLOCATE="false", NEPTUNE_MODE="debug")
     print(" ".join(cmd), flush=True)
-    # SIGTERM (a benchmark script's stop) or SIGHUP end this process through the finally below, as Ctrl-C does
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(143))
-    child = subprocess.Popen(cmd, cwd=run_dir, env=env, preexec_fn=die_with_parent)
-    try:
-        code = child.wait()
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
-        if child.poll() is None:  # never outlive the run
-            child.terminate()
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
+    code = run_child(cmd, cwd=run_dir, env=env)  # stopped with this process (Ctrl-C, SIGTERM, SIGHUP)
     wall = time.time() - T0
     path = os.path.join(run_dir, "json", "smax", "metrics.json")
     if code != 0 or not os.path.exists(path):
