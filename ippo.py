@@ -1392,7 +1392,7 @@ class Run:
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
         first_with_sps = "charts/SPS" in stats and self.global_step - self.warm[0] == self.total // self.num_iterations
-        self.show_progress(self.global_step, force=warming_up or first_with_sps or iteration == self.num_iterations)
+        self.show_progress(self.global_step, force=warming_up or first_with_sps or self.global_step == self.total)
 
     def record_evaluation(self, result: tuple, train_score: float) -> dict:
         """An evaluation at this step into the history (train_score: the rollout's before it) -> its tags for the logs"""

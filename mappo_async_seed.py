@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import copy
 import datetime
+import hashlib
 import importlib
 import json
 import math
@@ -132,6 +133,7 @@ class Args:
     master_addr: str = "127.0.0.1"  # the learner's address, where alone it listens [ours]
     master_port: int = 29500  # the rendezvous port (--role all: a free one) [ours: torch's usual]
     client_timeout: float = 60.0  # seconds: rendezvous limit, and a client's silence allowed [ours]
+    stop_on_client_loss: bool = False  # a lost env client ends the run; off: the others go on [ours]
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -304,10 +306,10 @@ def unpack(message: np.ndarray, layout: dict) -> dict:
     return {k: v.astype(bool) if k in BOOLS else v for k, v in fields.items()}
 
 
-def env_client(args: Args, client: int):
+def env_client(args: Args, client: int, over: threading.Event):
     """An env client (process rank client + 1) steps its splits in turn: once split s's step is sent it steps split
     s+1, whose actions came back meanwhile, so its CPU does not wait on inference [Async MAPPO: multiple buffering].
-    Env i of the run gets seed + i, as in mappo.py. Returns when answered -1 (the run is over)."""
+    Env i of the run gets seed + i, as in mappo.py. Returns when answered -1 (the run is over: `over` is set)."""
     m, k = args.num_splits, args.num_envs // (args.num_clients * args.num_splits)  # k envs per split
     env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)  # None: on the host
     splits = [make_env(args.env_id, k, args.seed + (client * m + s) * k, *env_args) for s in range(m)]
@@ -320,7 +322,7 @@ def env_client(args: Args, client: int):
             for s, envs in enumerate(splits):
                 tdist.recv(actions, src=0, tag=s)
                 if actions[0] < 0:
-                    return
+                    return over.set()
                 env_start = time.time()
                 out = envs.step(actions.view(k, -1).numpy())  # (k,A) actions
                 env_time += time.time() - env_start
@@ -343,7 +345,8 @@ class Acting:
         T, E, A, H, C = args.num_steps, args.num_envs, agent_ids.shape[0], actor.hidden_size, args.num_clients
         self.ring, self.slots = args.max_policy_lag + 1, {}  # slot (client, split) -> [rollout, step] it acts on next
         self.buffers = [self.new_buffer(T, E, A, H) for _ in range(self.ring)]
-        self.complete, self.taken, self.released = [0] * self.ring, 0, 0  # per buffer: splits done; rollouts trained
+        self.complete = [set() for _ in range(self.ring)]  # per buffer: the slots whose part of its rollout is done
+        self.taken, self.released, self.live = 0, 0, [True] * C  # rollouts taken, trained on; the clients not lost
         self.actor_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: each env's state after its last step
         self.ep_return, self.ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
         self.requests, self.parked, self.cond = queue.Queue(), [], threading.Condition()  # parked: waiting for a free buffer
@@ -372,14 +375,14 @@ class Acting:
         return self.slots[slot][0] < self.released + self.ring
 
     def receive(self, c: int):
-        """Client c's requests into the server's queue; a lost connection fails the run"""
+        """Client c's requests into the server's queue, until its connection is lost"""
         message = torch.zeros(HEADER + sum(math.prod(shape) for shape in self.layout.values()))
         while True:  # also while stopping: close() answers every request
             try:
                 tdist.recv(message, src=c + 1)
             except RuntimeError as e:  # the client is gone: its process ended, or its machine
-                lost = None if self.stopping else f"env client {c + 1}: connection lost ({gloo_reason(e)})"
-                self.error = self.error or lost
+                if not self.stopping:
+                    self.lose(c, f"env client {c + 1}: connection lost ({gloo_reason(e)})")
                 return
             self.received[c], self.last_seen[c] = self.received[c] + 1, time.time()
             self.requests.put((c, message.numpy().copy()))
@@ -389,20 +392,15 @@ class Acting:
         free, parks the others until the learner frees it"""
         try:
             while not self.stopping:
-                batch = [self.requests.get()]  # None: a wake-up (new parameters, a freed buffer, the end)
+                self.take(self.requests.get())  # None: a wake-up (new parameters, a freed buffer, the end)
                 deadline = time.time() + self.args.flush_timeout
-                while len(batch) < (self.args.server_batch or self.args.num_clients) and time.time() < deadline:
+                batch = self.args.server_batch or self.args.num_clients
+                while not self.stopping and self.num_ready() < batch and time.time() < deadline:
                     with contextlib.suppress(queue.Empty):
-                        batch.append(self.requests.get(timeout=max(deadline - time.time(), 0.0)))
-                for c, message in filter(None, batch):
-                    slot, has_outcome, self.env_time[c] = (c, int(message[0])), message[1] > 0, float(message[2])
-                    data = unpack(message, self.layout)
-                    self.slots.setdefault(slot, [0, 0])
-                    if has_outcome:
-                        self.record(slot, data)
-                    self.parked.append((slot, has_outcome, data))
+                        self.take(self.requests.get(timeout=max(deadline - time.time(), 0.0)))
                 if self.stopping:  # close() answers the parked requests
                     break
+                self.parked = [request for request in self.parked if self.live[request[0][0]]]  # a lost client's: out
                 # in env order: a batch of every split, at zero lag, samples as mappo.py's one forward over all envs
                 ready = sorted((request for request in self.parked if self.may_act(request[0])), key=lambda r: r[0])
                 self.parked = [request for request in self.parked if not self.may_act(request[0])]
@@ -410,6 +408,21 @@ class Acting:
                     self.act(ready)
         except Exception as e:  # a failed forward, a malformed request: the run fails with it, nothing hangs
             self.error = self.error or f"inference server: {type(e).__name__}: {e}"
+
+    def take(self, request: Optional[tuple]):
+        """A request from the queue: its outcome recorded, then parked until it may act (None: a wake-up, nothing)"""
+        if request is None or not self.live[request[0]]:
+            return
+        c, message = request
+        slot, has_outcome, self.env_time[c] = (c, int(message[0])), message[1] > 0, float(message[2])
+        data = unpack(message, self.layout)
+        self.slots.setdefault(slot, [0, 0])
+        if has_outcome:
+            self.record(slot, data)
+        self.parked.append((slot, has_outcome, data))
+
+    def num_ready(self) -> int:  # parked requests that may act now: a batch counts them, wherever they waited
+        return sum(self.may_act(slot) for slot, *_ in self.parked)
 
     def record(self, slot: tuple, data: dict):
         """The outcome of the slot's last step; its last step of a rollout completes the slot's part of that rollout"""
@@ -427,7 +440,7 @@ class Acting:
                 buf[f"next_{key}"][e] = data[key]
             self.slots[slot][:] = [r + 1, 0]
             with self.cond:
-                self.complete[r % self.ring] += 1
+                self.complete[r % self.ring].add(slot)
                 self.cond.notify()
 
     @torch.inference_mode()  # no autograd bookkeeping: the server's tensors never reach a backward pass
@@ -458,38 +471,66 @@ class Acting:
             self.slots[slot][1] = t + 1
             # not a blocking send: gloo completes it once the client waits on that split, and it waits in split order.
             # The slot's last answer is kept until its next: the client has it once it sends a new request
-            self.sends[slot] = tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1])
+            try:
+                self.sends[slot] = tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1])
+            except RuntimeError as e:  # lost since its request came
+                self.lose(slot[0], f"env client {slot[0] + 1}: connection lost ({gloo_reason(e)})")
             self.answered[slot[0]], i = self.answered[slot[0]] + 1, i + k
         self.stats.update(forwards=self.stats["forwards"] + 1, requests=self.stats["requests"] + len(requests))
         self.stats["inference"] += time.time() - start
 
-    def rollout(self, run, device) -> Optional[tuple]:
-        """Waits for the next rollout (every split's num_steps steps) -> what mappo.py's rollout returns (its host arrays
-        are views of this buffer: valid until publish()), with actor_hs, the acting versions (T,E) and the episodes that
-        ended in it; None on a stop (Ctrl-C) or a failure (run.error says which)"""
+    def rollout(self, run, device, max_envs: int) -> Optional[tuple]:
+        """Waits for the next rollout (num_steps steps of every live client's splits) -> what mappo.py's rollout returns
+        (its host arrays are views of this buffer: valid until publish()), with actor_hs, the acting versions (T,E), the
+        episodes that ended in it and its envs (E,): indices on the run's env axis, the live clients' first max_envs; a
+        lost client's steps are left out. None on a stop (Ctrl-C) or a failure (run.error says which)"""
         i, wait_start = self.taken % self.ring, time.time()
         with self.cond:
-            while self.complete[i] < self.args.num_clients * self.args.num_splits:
+            while not self.live_slots() <= self.complete[i]:
                 if run.signals or self.failed(run):
                     return None
                 self.cond.wait(timeout=0.5)
-            self.complete[i] = 0
+            every_env = np.arange(self.args.num_envs)
+            envs = np.concatenate([every_env[self.env_slice(slot)] for slot in sorted(self.live_slots())])[:max_envs]
+            self.complete[i] = set()
+        rows = slice(None) if len(envs) == self.args.num_envs else envs  # every env: views of the buffer, no copies
         buf, self.taken = self.buffers[i], self.taken + 1
         episodes, buf["episodes"], self.stats["wait"] = buf["episodes"], [], time.time() - wait_start
-        out = {k: buf[f"next_{k}"] for k in ("obs", "env_state", "alive")}
-        actions, logprobs, actor_hs = (torch.from_numpy(buf[k]).to(device) for k in ("actions", "logprobs", "actor_hs"))
-        host = {k: buf[k] for k in ("obs", "env_state", "avail", "alive", *OUTCOME)}  # (T,E,...)
-        return host, actions, logprobs, out, actor_hs, buf["versions"], episodes
+        out = {k: buf[f"next_{k}"][rows] for k in ("obs", "env_state", "alive")}
+        host = {k: buf[k][:, rows] for k in ("obs", "env_state", "avail", "alive", *OUTCOME)}  # (T,E,...)
+        actions = torch.from_numpy(buf["actions"][:, rows]).to(device)  # (T,E,A)
+        logprobs = torch.from_numpy(buf["logprobs"][:, rows]).to(device)  # (T,E,A)
+        actor_hs = torch.from_numpy(buf["actor_hs"][:, rows]).to(device)  # (T,E,A,H)
+        envs = torch.from_numpy(envs).to(device)  # (E,)
+        return host, actions, logprobs, out, actor_hs, buf["versions"][:, rows], episodes, envs
+
+    def live_slots(self) -> set:
+        return {(c, s) for c in range(self.args.num_clients) if self.live[c] for s in range(self.args.num_splits)}
+
+    def lose(self, c: int, reason: str):
+        """Client c is lost: its requests are dropped and its envs left out of every rollout not yet taken. The run
+        goes on with the others, or fails with the reason (--stop-on-client-loss, or none left)"""
+        with self.cond:
+            if not self.live[c]:
+                return
+            self.live[c] = False
+            left = sum(self.live)
+            if self.args.stop_on_client_loss or not left:
+                self.error = self.error or (reason if left else f"{reason}; no env client left")
+            else:
+                print(f"warning: {reason}; training goes on with {left} of {len(self.live)} env clients", file=sys.stderr)
+            self.cond.notify_all()
+        self.requests.put(None)  # wakes the server: the client's parked requests go
 
     def failed(self, run) -> bool:
-        """A lost client (exited, connection lost, silent for --client-timeout while not waiting on us) or a failed
-        server: the run stops with the message"""
+        """Finds lost clients (exited, or silent for --client-timeout while not waiting on us) -> whether the run fails:
+        a lost client with --stop-on-client-loss, none left, or a failed server (run.error says which)"""
         for c, proc in enumerate(self.procs):
             if proc.poll() is not None:
-                self.error = self.error or f"env client {c + 1} exited with status {proc.returncode}"
+                self.lose(c, f"env client {c + 1} exited with status {proc.returncode}")
         for c, seen in enumerate(self.last_seen):  # silent while not waiting on us, once its envs are made
             if 0 < self.received[c] == self.answered[c] and time.time() - seen > self.args.client_timeout:
-                self.error = self.error or f"env client {c + 1} sent nothing for {time.time() - seen:.0f} s"
+                self.lose(c, f"env client {c + 1} sent nothing for {time.time() - seen:.0f} s")
         run.error = self.error
         return self.error is not None
 
@@ -504,6 +545,7 @@ class Acting:
     def take_stats(self) -> dict:
         n, env_time = max(self.stats["forwards"], 1), sum(self.env_time)
         stats = {"stats/server_batch": self.stats["requests"] / n, "time/inference": self.stats["inference"]}
+        stats["stats/live_clients"] = sum(self.live)
         stats.update({"time/learner_wait": self.stats["wait"], "time/env": env_time - self.stats["env_time"]})
         self.stats.update(forwards=0, requests=0, inference=0.0, env_time=env_time)
         return stats
@@ -511,7 +553,7 @@ class Acting:
     def close(self):
         """The one way acting ends (the last update, Ctrl-C, a lost client, an error), once: the server stops, every
         client is answered -1 (its waiting requests, then whatever it sends), local clients are waited for (killed after
-        10 s), the process group is destroyed"""
+        10 s), the process group is destroyed (unless a lost client's connection still hangs: the process exit ends it)"""
         if self.stopping:
             return
         self.stopping, deadline = True, time.time() + 10
@@ -519,14 +561,15 @@ class Acting:
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
         waiting = [slot for slot, *_ in self.parked]  # (client, split) of every request not answered
-        while any(thread.is_alive() for thread in self.threads[:-1]) and time.time() < deadline:
+        receiving = [thread for c, thread in enumerate(self.threads[:-1]) if self.live[c]]  # a lost client's may hang
+        while any(thread.is_alive() for thread in receiving) and time.time() < deadline:
             for c, split in waiting:
                 with contextlib.suppress(RuntimeError):  # a client that stopped already
                     self.sends[c, split] = tdist.isend(stop, dst=c + 1, tag=split)
             waiting = []
             with contextlib.suppress(queue.Empty):
                 request = self.requests.get(timeout=0.05)
-                waiting = [(request[0], int(request[1][0]))] if request else []
+                waiting = [(request[0], int(request[1][0]))] if request and self.live[request[0]] else []
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(deadline - time.time(), 0.0))
@@ -748,18 +791,22 @@ def train(args: Args, ckpt: Optional[dict] = None):
     if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
         run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
     first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
-    for iteration in range(first_iteration, run.num_iterations + 1):
-        iteration_start = time.time()
+    iteration = run.iteration
+    while run.global_step < run.total:  # a lost client's envs are left out: more, smaller rollouts to the same total
+        iteration, iteration_start = iteration + 1, time.time()
         if args.anneal_lr:
-            frac = 1.0 - (iteration - 1.0) / run.num_iterations
+            frac = 1.0 - run.global_step / run.total
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
-        collected = acting.rollout(run, device)  # acted by the server while the learner trained on the last one
+        # acted by the server while the learner trained on the last one; envs (E,): the env indices in it, all but a
+        # lost client's, no more than the budget has steps left for
+        collected = acting.rollout(run, device, max_envs=(run.total - run.global_step) // T)
         if collected is None:
             break
-        host, actions, logprobs, out, actor_hs, versions, finished = collected  # actor_hs (T,E,A,H) entering each step
-        run.global_step += args.num_envs * args.num_steps
+        host, actions, logprobs, out, actor_hs, versions, finished, envs = collected  # actor_hs (T,E,A,H) entering each step
+        E = len(envs)  # this rollout's envs: all of them unless a client was lost
+        run.global_step += E * T
         lag = (iteration - 1) - versions  # (T,E) updates between the acting policy and this update's
         episodes = {"finished": finished}
 
@@ -773,11 +820,11 @@ def train(args: Args, ckpt: Optional[dict] = None):
             # the critic over the whole rollout in one scan (it did not change during it), then GAE. Step t begins an
             # episode where step t-1 ended one: derived from the dones, so the ratio test also checks the server's resets
             done = b["terminated"] | b["truncated"]  # (T,E)
-            starts = torch.cat([start[None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
-            values, critic_out = critic.value(state, critic_h, starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
-            critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
+            starts = torch.cat([start[envs][None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
+            values, critic_out = critic.value(state, critic_h[envs], starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
+            critic_hs = torch.cat([critic_h[envs][None], critic_out[:-1]])  # (T,E,A,H) entering step t
             final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
-            critic_h, start = critic_out[-1], done[-1]  # carried into the next rollout
+            critic_h[envs], start[envs] = critic_out[-1], done[-1]  # carried into the next rollout
             advantages, returns = compute_gae(
                 b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
             )
@@ -802,7 +849,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
         stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
         seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
 
-        if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == run.num_iterations):
+        if args.eval_interval and (iteration % args.eval_interval == 0 or run.global_step == run.total):
             eval_start = time.time()
             result = evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator)
             stats["time/eval"] = time.time() - eval_start
@@ -1571,6 +1618,7 @@ def rendezvous(args: Args) -> list:
         store = tdist.TCPStore(args.master_addr, port, None, True, timeout, False, master_listen_fd=sock.detach())
     store = tdist.PrefixStore("cleanmappo", store)  # our keys apart from a launcher's
     store.set("args", json.dumps(asdict(args)))  # the run's settings, for the clients
+    store.set("script", script_digest())  # a client of another version of this script is refused
     cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--master-addr", args.master_addr]
     cmd += ["--master-port", str(port), "--client-timeout", str(args.client_timeout), "--rank"]
     local = args.num_clients if args.role == "all" else 0
@@ -1587,7 +1635,8 @@ def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] =
     if args.master_addr in ("127.0.0.1", "localhost"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo listens on the loopback interface only
     keys, deadline = [f"joined/{r}" for r in range(args.num_clients + 1)], time.time() + args.client_timeout
-    store.set(keys[rank], "1")
+    rejoin = "gloo's group is fixed once formed: restart the run from its checkpoint (--resume) to use this client again"
+    check(store.add(keys[rank], 1) == 1, f"rank {rank} has joined this run already; {rejoin}")
     while not store.check(keys):
         for c, proc in enumerate(procs):
             check(proc.poll() is None, f"env client {c + 1} exited with status {proc.returncode} before the rendezvous")
@@ -1614,11 +1663,42 @@ def client(args: Args):
         init = [f.name for f in fields(Args) if f.init]
         run_args = Args(**{k: v for k, v in json.loads(store.get("args")).items() if k in init})  # the run's settings
         check(args.rank <= run_args.num_clients, f"--rank {args.rank} must be 1 .. {run_args.num_clients}, the run's clients")
+        other = f"env client {args.rank}: the learner at {args.master_addr}:{args.master_port} runs another"
+        check(store.get("script").decode() == script_digest(), f"{other} version of {os.path.basename(__file__)}")
+        for name in flags_given(sys.argv[1:]) - {"role", "rank", "master_addr", "master_port", "client_timeout"}:
+            mine, theirs = getattr(args, name), getattr(run_args, name)
+            check(mine == theirs, f"{other} run: its --{name.replace('_', '-')} is {theirs}, this client's {mine}")
         join(store, args.rank, run_args, parent=STARTED_BY)
-        env_client(run_args, args.rank - 1)
+        over = threading.Event()  # the learner said the run is over: it may be gone before this client has closed
+        threading.Thread(target=watch_learner, args=(learner, args.rank, args.client_timeout, over), daemon=True).start()
+        env_client(run_args, args.rank - 1, over)
     except RuntimeError as e:  # the learner is gone
         print(f"env client {args.rank}: stopped, the learner is gone ({gloo_reason(e)})", file=sys.stderr)
         sys.exit(1)
+
+
+def watch_learner(learner: tuple, rank: int, timeout: float, over: threading.Event):
+    """A client's watchdog: a learner whose machine or link went away sends no error to a client waiting for actions,
+    so every few seconds its rendezvous port must take a connection within --client-timeout, or the client exits (1)"""
+    while not over.wait(min(timeout / 4, 5.0)):
+        try:
+            socket.create_connection(learner, timeout=timeout).close()
+        except OSError as e:
+            if over.is_set():  # the run ended meanwhile, and the learner with it
+                return
+            print(f"env client {rank}: stopped, the learner is unreachable ({e})", file=sys.stderr, flush=True)
+            os._exit(1)  # the main thread is blocked in gloo's receive: nothing else would end it
+
+
+def flags_given(argv: list[str]) -> set[str]:
+    """The Args fields named on a command line (--flag, --flag=value, --no-flag)"""
+    names = {arg[2:].split("=")[0].replace("-", "_") for arg in argv if arg.startswith("--")}
+    return {name.removeprefix("no_") if name not in Args.__dataclass_fields__ else name for name in names}
+
+
+def script_digest() -> str:
+    with open(__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def gloo_reason(e: Exception) -> str:
@@ -1773,7 +1853,7 @@ class Run:
         if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
             self.save()
         first_with_sps = "charts/SPS" in stats and self.global_step - self.warm[0] == self.total // self.num_iterations
-        self.show_progress(self.global_step, force=warming_up or first_with_sps or iteration == self.num_iterations)
+        self.show_progress(self.global_step, force=warming_up or first_with_sps or self.global_step == self.total)
 
     def record_evaluation(self, result: tuple, train_score: float) -> dict:
         """An evaluation at this step into the history (train_score: the rollout's before it) -> its tags for the logs"""

@@ -1,3 +1,4 @@
+import contextlib
 import glob
 import importlib
 import importlib.util
@@ -126,3 +127,37 @@ def eval_only_win_rate(stdout: str, episodes: int) -> float:
     wins = win_rate * episodes  # printed to 4 decimals
     assert 0.0 <= win_rate <= 1.0 and abs(wins - round(wins)) <= 0.5e-4 * episodes, last
     return win_rate
+
+
+@contextlib.contextmanager
+def network_namespaces(count: int):
+    """count network namespaces, each with one veth interface on a shared bridge and address 10.213.0.<i+1> ->
+    [(namespace, interface, address)]; all removed after. Skips the test where they cannot be made (not root)."""
+    tag = str(os.getpid() % 100000)
+    bridge, made = f"cmbr{tag}", []
+
+    def ip(*args):
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+    try:
+        try:
+            ip("link", "add", bridge, "type", "bridge")
+        except (OSError, subprocess.CalledProcessError) as e:
+            pytest.skip(f"cannot make network namespaces here ({getattr(e, 'stderr', '') or e})")
+        ip("link", "set", bridge, "up")
+        for i in range(count):
+            ns, veth, peer, address = f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"cmb{i}_{tag}", f"10.213.0.{i + 1}"
+            ip("netns", "add", ns)
+            made.append(ns)
+            ip("link", "add", veth, "type", "veth", "peer", "name", peer)
+            ip("link", "set", veth, "netns", ns)
+            ip("link", "set", peer, "master", bridge)
+            ip("link", "set", peer, "up")
+            ip("netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", veth)
+            ip("netns", "exec", ns, "ip", "link", "set", veth, "up")
+            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")  # a host reaches its own address over its own lo
+        yield [(f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"10.213.0.{i + 1}") for i in range(count)]
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True)

@@ -19,7 +19,6 @@ between the two CPUs was not found. The MPE cases log the same numbers on both.
 Each case runs a script for a few updates on the CPU with a fixed seed and writes every TensorBoard scalar except
 timings to tests/golden/<script>__<env>.json."""
 
-import contextlib
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import read_scalars, run_dirs, smaclite_missing
+from conftest import network_namespaces, read_scalars, run_dirs, smaclite_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -215,48 +214,14 @@ def test_a_torchrun_launch_logs_the_base_scripts_numbers(tmp_path):
     with socket.socket() as sock:  # a free port for torchrun's store
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    flags = [*command("mappo.py", "3m")[1:], "--num-splits", "1", "--max-policy-lag", "0"]
+    flags = [*command("mappo.py", "simple_spread_v3")[1:], "--num-splits", "1", "--max-policy-lag", "0"]
     launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2"]
     launch += ["--master-addr", "127.0.0.1", "--master-port", str(port), str(ROOT / "mappo_async_seed.py"), *flags]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     proc = subprocess.run(launch, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     [run] = run_dirs(tmp_path)  # one learner wrote logs
-    assert_one_recording(scalars(run), recorded("mappo.py", "3m"))
-
-
-@contextlib.contextmanager
-def network_namespaces(count: int):
-    """count network namespaces, each with one veth interface on a shared bridge and address 10.213.0.<i+1> ->
-    [(namespace, interface, address)]; all removed after. Skips the test where they cannot be made (not root)."""
-    tag = str(os.getpid() % 100000)
-    bridge, made = f"cmbr{tag}", []
-
-    def ip(*args):
-        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-    try:
-        try:
-            ip("link", "add", bridge, "type", "bridge")
-        except (OSError, subprocess.CalledProcessError) as e:
-            pytest.skip(f"cannot make network namespaces here ({getattr(e, 'stderr', '') or e})")
-        ip("link", "set", bridge, "up")
-        for i in range(count):
-            ns, veth, peer, address = f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"cmb{i}_{tag}", f"10.213.0.{i + 1}"
-            ip("netns", "add", ns)
-            made.append(ns)
-            ip("link", "add", veth, "type", "veth", "peer", "name", peer)
-            ip("link", "set", veth, "netns", ns)
-            ip("link", "set", peer, "master", bridge)
-            ip("link", "set", peer, "up")
-            ip("netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", veth)
-            ip("netns", "exec", ns, "ip", "link", "set", veth, "up")
-            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")  # a host reaches its own address over its own lo
-        yield [(f"cmns{i}_{tag}", f"cmv{i}_{tag}", f"10.213.0.{i + 1}") for i in range(count)]
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+    assert_one_recording(scalars(run), recorded("mappo.py", "simple_spread_v3"))
 
 
 def test_learner_and_two_clients_on_three_hosts_log_the_base_scripts_numbers(tmp_path):

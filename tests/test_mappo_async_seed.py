@@ -4,10 +4,12 @@ what listens on the network. That it acts exactly as mappo.py / mappo_rnn.py at 
 
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, eval_only_win_rate, read_scalars, run_dirs, smaclite_missing, wait_for_line
+from conftest import ROOT, eval_only_win_rate, network_namespaces, read_scalars, run_dirs, smaclite_missing, wait_for_line
 
 SCRIPT = "mappo_async_seed.py"
 SMALL = ["--env-id", "3m", "--no-cuda", "--num-steps", "32", "--update-epochs", "2", "--eval-episodes", "4"]
@@ -236,13 +238,13 @@ def test_a_learner_busy_longer_than_the_client_timeout_keeps_its_clients(run_scr
     assert len(updates) == 2 and max(updates) > 20, updates  # the learner was busy longer than the timeout
 
 
-def start_long_run(tmp_path, jax_cache) -> subprocess.Popen:
+def start_long_run(tmp_path, jax_cache, *flags) -> subprocess.Popen:
     """A 10M-step run, returned once its first update is logged (its progress line), with its clients alive. No
     evaluation: its env's compilation, beside the clients' on 2 cores, made the start 19 s longer with a cold cache.
     16 envs: 4 per split, the size the other tests compile (a size of its own took 20 s more with a cold cache)."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax_cache)
     cmd = [sys.executable, str(ROOT / SCRIPT), *SMALL, "--num-envs", "16", "--total-timesteps", "10000000"]
-    cmd += ["--eval-interval", "0"]
+    cmd += ["--eval-interval", "0", *flags]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = wait_for_line(proc, lambda line: line.startswith("step 512/"))
     assert line.startswith("step 512/") and len(client_pids(tmp_path)) == 2, line
@@ -272,8 +274,8 @@ def test_sigint_checkpoint_and_children_gone(tmp_path, jax_cache):
 
 
 @pytest.mark.slow  # multi-process runs, minutes each: python -m pytest tests -m slow
-def test_killed_client_is_noticed(tmp_path, jax_cache):
-    proc = start_long_run(tmp_path, jax_cache)
+def test_killed_client_stops_the_run_on_request(tmp_path, jax_cache):
+    proc = start_long_run(tmp_path, jax_cache, "--stop-on-client-loss")
     try:
         os.kill(client_pids(tmp_path)[0], signal.SIGKILL)
         killed = time.time()
@@ -384,3 +386,109 @@ def test_multi_machine_roles_on_loopback(tmp_path, jax_cache):
     finally:
         for p in procs:
             p.kill()
+
+
+def test_a_rollout_leaves_a_lost_clients_envs_out():
+    """The server's side alone (no processes): with client 1 of 2 lost, a rollout holds the other client's envs only,
+    every array cut to them, and is taken once that client's splits are done; the budget's last envs cap it"""
+    import mappo_async_seed as m
+
+    args = m.Args(env_id="simple_spread_v3", num_envs=8, num_steps=3, num_clients=2, num_splits=2, max_policy_lag=0)
+    acting = m.Acting.__new__(m.Acting)  # no threads, no process group: only what rollout() reads
+    acting.args, acting.ring, acting.taken, acting.stats = args, 1, 0, dict(wait=0.0)
+    acting.layout = m.message_layout(2, 3, 5, 4, 6)  # 2 envs per split, 3 agents
+    acting.buffers = [acting.new_buffer(3, 8, 3, 7)]
+    acting.buffers[0]["obs"][:] = np.arange(8)[None, :, None, None]  # (T,E,A,O): each env's index
+    acting.complete, acting.live, acting.procs = [{(0, 0), (1, 0)}], [False, True], []  # client 1 lost, done before
+    acting.received, acting.answered, acting.last_seen = [0, 0], [0, 0], [time.time()] * 2
+    acting.error, acting.requests, acting.cond = None, queue.Queue(), threading.Condition()
+    run = type("Run", (), dict(signals=[], error=None))()
+    done_late = threading.Timer(0.3, lambda: acting.complete[0].add((1, 1)))  # client 2's last split, after a while
+    done_late.start()
+    start = time.time()
+    host, actions, logprobs, out, actor_hs, versions, episodes, envs = acting.rollout(run, torch.device("cpu"), max_envs=8)
+    assert time.time() - start >= 0.3, "taken before the live client's last split was done"
+    assert envs.tolist() == [4, 5, 6, 7]  # client 2's splits: envs 4-7
+    assert host["obs"].shape == (3, 4, 3, 5) and (host["obs"][:, :, 0, 0] == np.array([4, 5, 6, 7])).all()
+    assert actions.shape == logprobs.shape == (3, 4, 3) and actor_hs.shape == (3, 4, 3, 7) and versions.shape == (3, 4)
+    assert out["obs"].shape == (4, 3, 5) and acting.complete == [set()]
+    acting.complete = [{(1, 0), (1, 1)}]
+    *_, envs = acting.rollout(run, torch.device("cpu"), max_envs=2)  # the budget has steps left for 2 envs
+    assert envs.tolist() == [4, 5]
+
+
+def test_lost_clients_the_run_goes_on_to_its_total(tmp_path):
+    """Three env clients, each on a host of its own (network namespaces). Once the first update is logged, client 1 is
+    killed (kill -9) mid-rollout and client 2's link goes down (no error reaches the learner: --client-timeout finds
+    it). The learner trains on with client 3 alone to the same total env steps, its rollouts one client's envs from
+    then on, the live clients logged, and its checkpoint whole; client 2 exits on its own, the learner unreachable.
+    Meanwhile two more clients are refused with one line each: a rank that has joined already, other settings."""
+    timeout = "12"  # the rendezvous of 4 processes on 2 busy cores, and how long client 2's silence takes to find
+    with network_namespaces(4) as hosts:
+        (learner_ns, learner_if, learner_addr), *clients = hosts
+        net = ["--master-addr", learner_addr, "--master-port", "29500"]
+        flags = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "6", "--num-steps", "25", "--eval-episodes"]
+        flags += ["4", "--total-timesteps", "1500", "--eval-interval", "10", "--num-clients", "3", "--num-splits", "1"]
+        flags += ["--client-timeout", timeout, "--save-model"]
+
+        def start(host, *args):
+            ns, interface, _ = host
+            cmd = ["ip", "netns", "exec", ns, "env", f"GLOO_SOCKET_IFNAME={interface}", sys.executable, str(ROOT / SCRIPT)]
+            return subprocess.Popen([*cmd, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        learner = start(hosts[0], "--role", "learner", *net, *flags)
+        procs = [start(host, "--role", "client", "--rank", str(r), *net) for r, host in enumerate(clients, 1)]
+        try:
+            line = wait_for_line(learner, lambda line: line.startswith("step 150/"), timeout=120)
+            assert line.startswith("step 150/"), line
+            procs[0].kill()  # ip netns exec runs the client in its own process: kill -9 ends it
+            subprocess.run(["ip", "link", "set", clients[1][1].replace("cmv", "cmb"), "down"], check=True)  # bridge end
+            refused = [start(clients[2], "--role", "client", "--rank", "3", *net)]
+            refused.append(start(clients[2], "--role", "client", "--rank", "3", *net, "--env-id", "3m"))
+            out, err = learner.communicate(timeout=120)
+            client_outs = [p.communicate(timeout=30) for p in procs[1:] + refused]
+        finally:
+            for p in [learner, *procs, *refused]:
+                p.kill()
+    assert learner.returncode == 0, err[-3000:]
+    assert [p.returncode for p in procs] == [-9, 1, 0]
+    assert "env client 2: stopped, the learner is unreachable" in client_outs[0][1]
+    assert "error: rank 3 has joined this run already" in client_outs[2][1] and refused[0].returncode == 2
+    assert "runs another run: its --env-id is simple_spread_v3, this client's 3m" in client_outs[3][1]
+    assert refused[1].returncode == 2 and "Traceback" not in err + client_outs[2][1] + client_outs[3][1]
+    assert "warning: env client 1: connection lost" in err and f"warning: env client 2 sent nothing for {timeout} s" in err
+    [run] = run_dirs(tmp_path)
+    logged = read_scalars(run)
+    steps = [s for s, _ in logged["stats/live_clients"]]
+    live = [v for _, v in logged["stats/live_clients"]]
+    rollouts = np.diff([0, *steps])  # env steps per rollout: 25 per env in it
+    assert steps[-1] == 1500 and live[0] == 3 and live[-1] == 1 and (np.diff(live) <= 0).all()
+    assert rollouts[0] == 150 and (rollouts[-3:] == 50).all()  # every env, then client 3's 2 envs only
+    assert all(r % 50 == 0 and r <= 50 * n for r, n in zip(rollouts[1:], live[:-1]))  # whole clients, the live ones
+    ckpt = torch.load(Path(run) / f"{SCRIPT[:-3]}.pt", weights_only=True)
+    assert ckpt["global_step"] == 1500 and ckpt["iteration"] == len(steps) and ckpt["evals"][-1][0] == 1500
+
+
+def test_a_killed_learner_takes_its_clients_down(tmp_path):
+    """kill -9 of the learner mid-run: its env clients, started apart as on other hosts, exit within their timeout
+    with one line each"""
+    net = ["--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--client-timeout", "20"]
+    flags = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "4", "--num-steps", "25", "--eval-interval", "0"]
+    cmd = [sys.executable, str(ROOT / SCRIPT)]
+    learner = subprocess.Popen([*cmd, "--role", "learner", *net, *flags], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    clients = [
+        subprocess.Popen([*cmd, "--role", "client", "--rank", str(r), *net], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        for r in (1, 2)
+    ]
+    try:
+        line = wait_for_line(learner, lambda line: line.startswith("step 200/"), timeout=120)
+        assert line.startswith("step 200/"), line
+        learner.kill()
+        killed = time.time()
+        errs = [c.communicate(timeout=20)[1] for c in clients]
+        assert time.time() - killed < 20
+    finally:
+        for p in [learner, *clients]:
+            p.kill()
+    assert [c.returncode for c in clients] == [1, 1], errs
+    assert all("stopped, the learner is gone" in err and "Traceback" not in err for err in errs), errs
