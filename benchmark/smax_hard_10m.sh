@@ -21,7 +21,7 @@
 #           paper's Table 3: 0.2; its scripts for 10m_vs_11m and 3s5z_vs_3s6z keep 0.2) -> .../smax_hard_10m_clip005
 #   epochs5: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: the paper setting with 5 epochs
 #           (--update-epochs 5), Table 12's value for the other hard maps (3s5z_vs_3s6z, 27m_vs_30m; 10 on 10m_vs_11m):
-#           mavacfg (now tuned), which ends far above the paper setting there, reuses each sample for 2 epochs of 2
+#           mavacfg, which ends far above the paper setting there, reuses each sample for 2 epochs of 2
 #           mini-batches, jaxcfg, which ends below it, for 4 of 4; this asks whether less sample reuse alone lifts the
 #           paper setting
 #           -> .../smax_hard_10m_epochs5
@@ -32,14 +32,18 @@
 #           2e-3 annealed to 0, 4 epochs x 4 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25.
 #           The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks, death masking). It evaluates
 #           every update as the others do, i.e. every 16,384 env steps instead of 3,200 -> .../smax_hard_10m_jaxcfg
-#   tuned:  the named setting (mappo_rnn.py --setting tuned, README.md: why), run only when SETTINGS names it, on the
-#           hard maps and the three 10M maps of smax_10m.sh (3s5z, 3s_vs_5z, 6h_vs_8z): the paper setting with the values
-#           of Mava's SMAX sweep (rec_mappo.yaml at 82583ba, see benchmark/mava/mava_baseline.py; one config for every
-#           map), whose own code run here climbs past our paper setting's runs on 10m_vs_11m: 128 envs x 128 steps,
-#           128-wide layers, learning rate 4e-3 constant, 2 epochs x 2 mini-batches, no entropy bonus, value loss weight
-#           0.5, gradient norm 0.5. The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks, death
-#           masking). First run on 10m_vs_11m as the ablation "mavacfg" with these values as flags (the same numbers);
-#           27m_vs_30m where MAPS names it -> .../smax_hard_10m_tuned
+#   mavacfg: a named ablation, run only when SETTINGS names it: the paper setting with the values of Mava's SMAX sweep
+#           (rec_mappo.yaml at 82583ba, see benchmark/mava/mava_baseline.py; one config for every map; mappo_rnn.py's
+#           MAVA_SWEEP), whose own code run here climbs past our paper setting's runs on 10m_vs_11m: 128 envs x 128
+#           steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs x 2 mini-batches, no entropy bonus, value loss
+#           weight 0.5, gradient norm 0.5. The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks,
+#           death masking). First run on 10m_vs_11m (the runs of seeds 1-3 there name --setting tuned, which then
+#           meant these values on every map) -> .../smax_hard_10m_mavacfg
+#   tuned:  the named setting (mappo_rnn.py --setting tuned; README.md's hard-map table), run only when SETTINGS names
+#           it: per hard map the values whose runs ended above every anchor, Table 12's elsewhere. On the hard maps it has
+#           the flags of another setting (tests/test_mappo_rnn.py): mavacfg on 10m_vs_11m, ent0 on 3s5z_vs_3s6z and
+#           27m_vs_30m, paper on 5m_vs_6m, whose runs are linked into its kept/ (tuned_links), not run twice. Its own runs:
+#           the three 10M maps of smax_10m.sh (3s5z, 3s_vs_5z, 6h_vs_8z; Table 12's values) -> .../smax_hard_10m_tuned
 #   mavalike: a named ablation, run only when SETTINGS names it, on 10m_vs_11m: tuned, plus each choice of Mava's
 #           rec_mappo.py that a flag of ours can make: its critic sees SMAX's world state and the agent's one-hot id,
 #           without death masking (--state-type ep --no-death-masking: rec_mappo's JaxMarlWrapper passes the env's
@@ -99,7 +103,7 @@ export SCRIPT=mappo_rnn.py TOTAL_TIMESTEPS=${TOTAL_TIMESTEPS:-10000000} PYTHON=$
 WORKERS=${WORKERS:-2}
 . benchmark/require_python.sh
 [ "${1:-}" = plan ] || require_python matplotlib  # the figures come after hours of runs
-ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg tuned mavalike mavalikecl"  # the cases of setting()
+ALL_SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg tuned mavalike mavalikecl"  # the cases of setting()
 HARD_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m 27m_vs_30m"
 RUN_MAPS="5m_vs_6m 3s5z_vs_3s6z 10m_vs_11m"  # by default; 27m_vs_30m: see paper above
 CEILING_MAPS="3s5z 3s_vs_5z 6h_vs_8z"  # smax_10m.sh's maps, where the tuned setting runs too
@@ -172,7 +176,8 @@ sys.exit(int(numpy.load(sys.argv[1])['update']) < int(numpy.load(sys.argv[2])['u
 }
 
 setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, flags and folder
-  local mava="--setting tuned"  # Mava's SMAX sweep values (mappo_rnn.py's SMAX_TUNED)
+  local mava="--num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 4e-3 --critic-learning-rate 4e-3
+    --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"  # mappo_rnn.py's MAVA_SWEEP
   local mava_choices="--no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
     --no-use-feature-norm --num-layers 1"  # the choices of Mava's rec_mappo.py that flags of ours make, but its critic's
   local with_27m=$RUN_MAPS  # paper's and ent0's maps: 27m_vs_30m (Table 12's 5 epochs) where MAPS names it; keep: always
@@ -186,7 +191,8 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     jaxcfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 2e-3
       --critic-learning-rate 2e-3 --anneal-lr --update-epochs 4 --num-minibatches 4 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
-    tuned) ENV_IDS="$with_27m $CEILING_MAPS" EXTRA="--eval-sampled --setting tuned" ;;  # the named setting: Mava's values
+    mavacfg) ENV_IDS=$RUN_MAPS EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's sweep values, on every map
+    tuned) ENV_IDS=$CEILING_MAPS EXTRA="--eval-sampled --setting tuned" ;;  # the named setting's own runs
     mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep $mava_choices" ;;  # and Mava's choices
     mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl $mava_choices" ;;  # all obs to the critic
     *) echo "unknown setting $1 (one of: $ALL_SETTINGS)" >&2 && exit 2 ;;
@@ -194,6 +200,18 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
   [ -z "${MAPS:-}" ] || ENV_IDS=$(for map in $ENV_IDS; do [[ " $MAPS " != *" $map "* ]] || echo "$map"; done)
   [ -n "$ENV_IDS" ] || return 0  # MAPS names none of this setting's maps
   ENV_IDS=$ENV_IDS EXTRA=$EXTRA OUT=benchmark/results/smax_hard_10m_$1 SEEDS=$3 bash benchmark/mappo.sh "$2"
+}
+
+tuned_links() {  # the runs of the setting whose flags --setting tuned has on a map, linked into the tuned folder's kept/
+  local out=benchmark/results/smax_hard_10m_tuned/kept from map file
+  mkdir -p "$out"
+  find "$out" -maxdepth 1 -type l -delete  # a kept .pt becomes a .json.gz when its run finishes: linked afresh
+  for from in mavacfg:10m_vs_11m paper:5m_vs_6m ent0:3s5z_vs_3s6z ent0:27m_vs_30m; do
+    map=${from#*:} from=${from%%:*}
+    for file in "benchmark/results/smax_hard_10m_$from/kept/${map}__"*; do
+      [ ! -f "$file" ] || ln -s "../../smax_hard_10m_$from/kept/${file##*/}" "$out/"
+    done
+  done
 }
 
 queue() {  # the command line of every run still to do, seed by seed
@@ -229,7 +247,7 @@ mava() {
 }
 
 case ${1:-} in
-  keep) for s in ${SETTINGS:-$ALL_SETTINGS}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; exit 0 ;;
+  keep) for s in ${SETTINGS:-$ALL_SETTINGS}; do setting "$s" keep "${SEEDS:-1 2 3}"; done; tuned_links; exit 0 ;;
   plan) queue; exit 0 ;;
   jaxmarl)
     out=$(jaxmarl_results_folder "${JAXMARL_VALUES:-own}" "${SMAX_WHEEL:-}") || exit 2
@@ -244,7 +262,8 @@ case ${1:-} in
   *) echo "usage: bash benchmark/smax_hard_10m.sh [keep|plan|jaxmarl|jaxmarl-keep|mava]" >&2 && exit 2 ;;
 esac
 queue | xargs -d '\n' -P "$WORKERS" -I{} bash -c {}
-for s in ${SETTINGS:-paper table2}; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done
+tuned_links
+for s in ${SETTINGS:-paper table2} tuned; do "$PYTHON" benchmark/report/summarize.py "benchmark/results/smax_hard_10m_$s"; done
 "$PYTHON" benchmark/report/expected.py  # benchmark/results/expected_scores.json, from the summaries
 "$PYTHON" benchmark/report/hard_maps_curves.py  # every implementation on one figure: results/smax_hard_10m_compare
 exit  # before bash reads past the brace

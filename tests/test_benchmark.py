@@ -1007,8 +1007,8 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
 
 def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     """MAPS narrows each setting of ours to the maps of its own that MAPS names (a setting with none of them runs
-    nothing; 27m_vs_30m runs only where named, and is kept in any case; the tuned setting runs on smax_10m.sh's maps
-    too); a map that is neither stops every mode before any run (exit 2): a typo would select nothing"""
+    nothing; 27m_vs_30m runs only where named, and is kept in any case; the tuned setting's own runs are on smax_10m.sh's
+    maps); a map that is neither stops every mode before any run (exit 2): a typo would select nothing"""
     repo = benchmark_copy(tmp_path)
     calls = tmp_path / "calls"
     fake = stand_in(tmp_path / "python", f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]))\n")
@@ -1031,10 +1031,11 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("3s5z_vs_3s6z", settings="epochs5")) == []
     named = [("smax_hard_10m_paper", "27m_vs_30m"), ("smax_hard_10m_ent0", "27m_vs_30m")]  # paper's and ent0's, named only
     assert runs(plan("27m_vs_30m")) == named and runs(plan("27m_vs_30m", settings="ent0")) == named[1:]
-    tuned = ["5m_vs_6m", "3s5z_vs_3s6z", "10m_vs_11m", "3s5z", "3s_vs_5z", "6h_vs_8z"]  # and 27m_vs_30m where named
+    tuned = ["3s5z", "3s_vs_5z", "6h_vs_8z"]  # its own runs: on the hard maps it has other settings' flags (linked)
     assert runs(plan("", settings="tuned")) == [("smax_hard_10m_tuned", m) for m in tuned]
-    with_27m = [named[0], ("smax_hard_10m_tuned", "27m_vs_30m"), ("smax_hard_10m_tuned", "3s5z")]
-    assert runs(plan("27m_vs_30m 3s5z", settings="paper tuned")) == with_27m
+    assert runs(plan("27m_vs_30m 3s5z", settings="paper tuned")) == [named[0], ("smax_hard_10m_tuned", "3s5z")]
+    mavacfg = [("smax_hard_10m_mavacfg", m) for m in ("5m_vs_6m", "3s5z_vs_3s6z", "10m_vs_11m")]
+    assert runs(plan("", settings="mavacfg")) == mavacfg
     paper = repo / "benchmark" / "results" / "smax_hard_10m_paper"  # keep keeps a 27m_vs_30m run without MAPS
     (paper / "runs" / "27m_vs_30m__mappo_rnn__1__7").mkdir(parents=True)
     checkpoint = dict(args=dict(num_envs=8, num_steps=400), global_step=32000, iteration=10)
@@ -1381,3 +1382,25 @@ def test_expected_check_says_inside_below_unfinished_and_asks_for_a_setting(tmp_
     assert done.returncode == 1 and "unfinished, the expected scores are at 9,994,240 env steps" in done.stdout
     done = subprocess.run([*script, str(run)], capture_output=True, text=True, timeout=120)  # no checkpoint, no folder
     assert done.returncode == 2 and "Say --setting paper or --setting tuned" in done.stderr
+
+
+def test_the_tuned_settings_rows_are_the_runs_of_its_flags():
+    """benchmark/results/smax_hard_10m_tuned/kept links, per hard map, every kept run of the setting whose flags
+    --setting tuned has there (mappo_rnn.py's SMAX_TUNED: mavacfg's values, ent0's, or none over Table 12's) and
+    nothing else: the tuned rows are those runs, none left out"""
+    import mappo_rnn
+
+    results = ROOT / "benchmark" / "results"
+    source = {m: "mavacfg" if v == mappo_rnn.MAVA_SWEEP else "ent0" for m, v in mappo_rnn.SMAX_TUNED.items()}
+    assert all(v == {"ent_coef": 0.0} for m, v in mappo_rnn.SMAX_TUNED.items() if source[m] == "ent0")  # ent0's flag
+    linked = {}
+    for link in (results / "smax_hard_10m_tuned" / "kept").iterdir():
+        if link.is_symlink():
+            target = (link.parent / os.readlink(link)).resolve()
+            assert target.is_file() and target.name == link.name, link
+            linked[link.name] = target.parent.parent.name
+    for m in ("5m_vs_6m", "3s5z_vs_3s6z", "10m_vs_11m", "27m_vs_30m"):
+        folder = f"smax_hard_10m_{source.get(m, 'paper')}"
+        runs = {p.name for p in (results / folder / "kept").iterdir() if p.name.startswith(f"{m}__")}
+        assert runs and {n for n, f in linked.items() if n.startswith(f"{m}__")} == runs, m
+        assert all(linked[n] == folder for n in runs), m

@@ -160,7 +160,7 @@ json.dump(d, open(sys.argv[1], 'w'), indent=1)" "$work/$name.json" $(( ${#pids[@
     # our scripts with the image's torch and JAX on the CPU (CUDA hidden: the GPU is JaxMARL's), one torch thread each;
     # the 10M budget of smax_hard_10m.sh whatever TOTAL_TIMESTEPS says (a smaller one would count runs as finished)
     export PYTHONPATH=/tmp/site_ours:$PWD/$kit/jaxmarl-src CUDA_VISIBLE_DEVICES= PYTHON=$py OMP_NUM_THREADS=1 \
-      SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg tuned mavalike mavalikecl" TOTAL_TIMESTEPS=10000000 WORKERS=${WORKERS:-14}
+      SETTINGS="paper table2 ent0 clip005 epochs5 jaxcfg mavacfg tuned mavalike mavalikecl" TOTAL_TIMESTEPS=10000000 WORKERS=${WORKERS:-14}
     log=$OUT/ours.log
     if ! "$py" -c "import tyro, torch.utils.tensorboard, jaxmarl" >>"$log" 2>&1; then
       echo "ours: our scripts' imports fail here (see $log)" | tee -a "$log" && exit 1

@@ -33,6 +33,7 @@ OURS = {
     "smax_hard_10m_clip005": "clip 0.05 ablation",
     "smax_hard_10m_epochs5": "5-epoch ablation",
     "smax_hard_10m_jaxcfg": "JaxMARL-values ablation",
+    "smax_hard_10m_mavacfg": "Mava-values ablation",
     "smax_hard_10m_tuned": "tuned setting",
     "smax_hard_10m_mavalike": "Mava-like ablation",
     "smax_hard_10m_mavalikecl": "Mava-like ablation, critic on all observations",
