@@ -606,13 +606,16 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
 # ========================================= ENV BACKENDS ===========================================
 class JaxVecEnv:
-    """A JaxMARL env: all envs in one jitted, vmapped call, one host copy per step. Subclasses jit reset_one(key) and
-    step_one(key, state, actions (A,)) with batched(), once per env id and number of envs in a process: an env made
-    again (an async client's splits, the eval env at the training size) is not traced and compiled again."""
+    """A JaxMARL env: all envs in one jitted, vmapped call, one host copy per step.
+    Subclasses jit reset_one(key) and step_one(key, state, actions (A,)) with batched(), once per
+    env id and number of envs in a process: an env made again (an async client's splits, the eval
+    env at the training size) is not traced and compiled again."""
 
-    jitted = {}  # (env id, function name, num_envs) -> its jitted call: the id must fix all the functions close over
+    # (env id, function name, num_envs) -> jitted call; the id fixes what the functions close over
+    jitted = {}
 
-    def batched(self, env_id: str, one, num_envs: int):  # all envs in one call: the key split once, a subkey per env
+    def batched(self, env_id: str, one, num_envs: int):
+        """All envs in one call: the key split once, a subkey per env"""
         import jax
 
         def call(key, *inputs):
@@ -623,8 +626,9 @@ class JaxVecEnv:
 
     @staticmethod
     def auto_reset(reset_one, step_env):
-        """step_one(key, state, actions) from step_env(key, state, actions) -> (state, what it observed, outcome, done):
-        where done, the env starts its next episode and gives its first observation; final_* keep what the step saw"""
+        """step_one(key, state, actions) from step_env(key, state, actions), which returns (state,
+        what it observed, outcome, done): where done, the env starts its next episode and gives its
+        first observation; final_* keep what the step saw"""
         import jax
 
         def step_one(key, st, actions):
@@ -633,18 +637,23 @@ class JaxVecEnv:
             reset_st, reset_out = reset_one(reset_key)
             st = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_st, st)
             out = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), reset_out, final)
-            finals = dict(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+            finals = dict(final_obs=final["obs"], final_state=final["env_state"])
+            finals["final_alive"] = final["alive"]
             return st, dict(out, **outcome, **finals)
 
         return step_one
 
     def seed_and_place(self, seed: int, device):
-        """The env key; with a device (--env-on-device) JAX must run on the same kind of device as torch (DLPack)"""
+        """The env key; with a device (--env-on-device) JAX must run on the same kind of device as
+        torch (DLPack)"""
         import jax
 
-        self._key, self.device, jax_on = jax.random.PRNGKey(seed), device, jax.default_backend()
-        check(device is None or (jax_on == "cpu") == (torch.device(device).type == "cpu"), f"--env-on-device: JAX runs "
-              f"on {jax_on}, torch on {device}: pass --env-on-device on the command line (a resumed run too)")  # fmt: skip
+        self._key = jax.random.PRNGKey(seed)
+        self.device = device
+        jax_on = jax.default_backend()
+        same_kind = device is None or (jax_on == "cpu") == (torch.device(device).type == "cpu")
+        flag = "pass --env-on-device on the command line (a resumed run too)"
+        check(same_kind, f"--env-on-device: JAX runs on {jax_on}, torch on {device}: {flag}")
 
     def outputs(self, out: dict) -> dict:
         if self.device is None:
@@ -658,7 +667,10 @@ class JaxVecEnv:
     def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
         import jax
 
-        actions = actions.astype(np.int32) if self.device is None else jax.dlpack.from_dlpack(actions.to(torch.int32))
+        if self.device is None:
+            actions = actions.astype(np.int32)
+        else:
+            actions = jax.dlpack.from_dlpack(actions.to(torch.int32))
         self._key, self._state, out = self._step(self._key, self._state, actions)
         return self.outputs(out)
 
@@ -676,11 +688,16 @@ class SMAXVecEnv(JaxVecEnv):
 
         with quiet():
             from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
-        scenario = map_name_to_scenario(env_id)  # and the env kwargs of JaxMARL's SMAX baselines:
-        env = HeuristicEnemySMAX(scenario=scenario, see_enemy_actions=True, walls_cause_death=True, attack_mode="closest")
+        # the map's scenario, and the env kwargs of JaxMARL's SMAX baselines
+        scenario = map_name_to_scenario(env_id)
+        kwargs = dict(see_enemy_actions=True, walls_cause_death=True, attack_mode="closest")
+        env = HeuristicEnemySMAX(scenario=scenario, **kwargs)
         A = env.num_allies
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, A, env.obs_size
-        self.state_dim, self.num_actions = env.state_size, env.num_ally_actions
+        self.num_envs = num_envs
+        self.num_agents = A
+        self.obs_dim = env.obs_size
+        self.state_dim = env.state_size
+        self.num_actions = env.num_ally_actions
 
         def observe(st):
             obs, avail = env.get_obs(st), env.get_avail_actions(st)
@@ -696,23 +713,31 @@ class SMAXVecEnv(JaxVecEnv):
             return st, observe(st)
 
         def step_env(key, st, actions):
-            _, st, rewards, dones, _ = env.step_env(key, st, {a: actions[i] for i, a in enumerate(env.agents)})
-            allies_dead, enemies_dead = ~st.state.unit_alive[:A].any(), ~st.state.unit_alive[A:].any()
-            terminated, done = allies_dead | enemies_dead, dones["__all__"]
-            outcome = dict(reward=rewards[env.agents[0]], terminated=terminated, truncated=done & ~terminated)
+            by_agent = {a: actions[i] for i, a in enumerate(env.agents)}
+            _, st, rewards, dones, _ = env.step_env(key, st, by_agent)
+            allies_dead = ~st.state.unit_alive[:A].any()
+            enemies_dead = ~st.state.unit_alive[A:].any()
+            terminated = allies_dead | enemies_dead
+            done = dones["__all__"]
+            truncated = done & ~terminated
+            reward = rewards[env.agents[0]]  # one team reward, every agent's
+            outcome = dict(reward=reward, terminated=terminated, truncated=truncated)
             return st, observe(st), dict(outcome, won=enemies_dead & ~allies_dead), done
 
         step_one = self.auto_reset(reset_one, step_env)
-        self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
+        self._reset = self.batched(env_id, reset_one, num_envs)
+        self._step = self.batched(env_id, step_one, num_envs)
         self.seed_and_place(seed, device)
 
 
 class HanabiVecEnv(JaxVecEnv):
-    """JaxMARL's Hanabi, 2 players (hanabi) or 3 to 5 (hanabi_3p, ...). Turn-based: the others' one legal move is the
-    no-op, so `alive` marks the player to move (the policy loss leaves the others' no-ops out; the preset turns death
-    masking off). env_state: every hand and whose turn it is, so with the agent's own observation the critic has the
-    MAPPO code's agent-specific state (own hand + observation + turn). Reward: the score's change, minus the score when
-    the last life is lost, so an episode's return is its score (0 to 25; 0 when the lives ran out). No time limit."""
+    """JaxMARL's Hanabi, 2 players (hanabi) or 3 to 5 (hanabi_3p, ...).
+    Turn-based: the others' one legal move is the no-op, so `alive` marks the player to move (the
+    policy loss leaves the others' no-ops out; the preset turns death masking off).
+    env_state: every hand and whose turn it is, so with the agent's own observation the critic has
+    the MAPPO code's agent-specific state (own hand + observation + turn).
+    Reward: the score's change, minus the score when the last life is lost, so an episode's return
+    is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
     has_wins, continuous = False, False
 
@@ -722,14 +747,16 @@ class HanabiVecEnv(JaxVecEnv):
 
         with quiet():
             import jaxmarl
-        env = jaxmarl.make("hanabi", num_agents=HANABI_PLAYERS[env_id])  # seats in agent order: no shuffled seating
+        # seats in agent order: no shuffled seating
+        env = jaxmarl.make("hanabi", num_agents=HANABI_PLAYERS[env_id])
         agents = env.agents
 
         def pack(obs, st):
             legal = env.get_legal_moves(st)
+            hands = st.player_hands.reshape(-1)  # (A*H*25,) one-hot cards
             return dict(
                 obs=jnp.stack([obs[a] for a in agents]),  # (A,O)
-                env_state=jnp.concatenate([st.player_hands.reshape(-1), st.cur_player_idx]),  # (A*H*25 + A,)
+                env_state=jnp.concatenate([hands, st.cur_player_idx]),  # (A*H*25 + A,)
                 avail=jnp.stack([legal[a] for a in agents]).astype(bool),  # (A,U)
                 alive=st.cur_player_idx.astype(bool),  # (A,) the player to move
             )
@@ -739,17 +766,23 @@ class HanabiVecEnv(JaxVecEnv):
             return st, pack(obs, st)
 
         def step_env(key, st, actions):
-            obs, st, rewards, dones, _ = env.step_env(key, st, {a: actions[i] for i, a in enumerate(agents)})
-            never = jnp.zeros_like(dones["__all__"])  # no time limit, no win
-            outcome = dict(reward=rewards["__all__"], terminated=dones["__all__"], truncated=never, won=never)
-            return st, pack(obs, st), outcome, dones["__all__"]
+            by_agent = {a: actions[i] for i, a in enumerate(agents)}
+            obs, st, rewards, dones, _ = env.step_env(key, st, by_agent)
+            done = dones["__all__"]
+            never = jnp.zeros_like(done)  # no time limit, no win
+            outcome = dict(reward=rewards["__all__"], terminated=done, truncated=never, won=never)
+            return st, pack(obs, st), outcome, done
 
         step_one = self.auto_reset(reset_one, step_env)
-        self._reset, self._step = self.batched(env_id, reset_one, num_envs), self.batched(env_id, step_one, num_envs)
+        self._reset = self.batched(env_id, reset_one, num_envs)
+        self._step = self.batched(env_id, step_one, num_envs)
         self.seed_and_place(seed, device)
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
-        self.num_envs, self.num_agents, self.num_actions = num_envs, len(agents), shape["avail"].shape[-1]
-        self.obs_dim, self.state_dim = shape["obs"].shape[-1], shape["env_state"].shape[-1]
+        self.num_envs = num_envs
+        self.num_agents = len(agents)
+        self.num_actions = shape["avail"].shape[-1]
+        self.obs_dim = shape["obs"].shape[-1]
+        self.state_dim = shape["env_state"].shape[-1]
 
 
 # Generic ids whose envs end an episode at a step limit with done, not truncated: here a step at
@@ -798,8 +831,9 @@ class GenericVecEnv:
             self.agents = list(range(len(act_spaces)))
 
         # PettingZoo's action-mask convention: a dict of the observation and the mask
-        self.mask_in_obs = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
-        obs_spaces = [sp["observation"] if in_obs else sp for sp, in_obs in zip(obs_spaces, self.mask_in_obs)]
+        masked = [isinstance(sp, Dict) and "action_mask" in sp.spaces for sp in obs_spaces]
+        self.mask_in_obs = masked
+        obs_spaces = [sp["observation"] if m else sp for sp, m in zip(obs_spaces, masked)]
         for sp in obs_spaces:
             check(isinstance(sp, Box), f"{env_id}: an observation space {sp} is not a Box")
         self.continuous = all(isinstance(sp, Box) for sp in act_spaces)
@@ -809,29 +843,35 @@ class GenericVecEnv:
         sizes = [int(np.prod(sp.shape)) if self.continuous else int(sp.n) for sp in act_spaces]
         self.act_dims = np.array(sizes)
         if self.continuous:
-            check(len(set(sizes)) == 1, f"{env_id}: Box actions of different sizes are not supported")
+            check(len(set(sizes)) == 1, f"{env_id}: Box actions of different sizes are unsupported")
             self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])  # (A,U)
             self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])  # (A,U)
 
         E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), max(sizes)
-        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = E, A, O, U
+        self.num_envs = E
+        self.num_agents = A
+        self.obs_dim = O
+        self.num_actions = U
         self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
         # the critic's env state: all observations, unless the env has a state() of its own
         # (PettingZoo's ParallelEnv always has one, which raises where the env has none)
-        self.state_dim, self.has_state = A * O, False
+        self.state_dim = A * O
+        self.has_state = False
         if self.use_state and callable(getattr(env.unwrapped, "state", None)):
             env.reset(seed=seed)
             with contextlib.suppress(NotImplementedError):
-                self.state_dim, self.has_state = int(np.size(env.unwrapped.state())), True
+                self.state_dim = int(np.size(env.unwrapped.state()))
+                self.has_state = True
 
-        limits = [steps for prefix, steps in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)]
+        limits = [n for prefix, n in GENERIC_TIME_LIMITS.items() if env_id.startswith(prefix)]
         self.time_limit = limits[0] if limits else None
         if self.time_limit is None and self.kind == "gym":
             self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
         self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
 
     def batch(self) -> dict:
-        """Empty outputs of all envs: obs (E,A,O), env_state (E,S_env), avail (E,A,U), alive (E,A)"""
+        """Empty outputs of all envs: obs (E,A,O), env_state (E,S_env), avail (E,A,U),
+        alive (E,A)"""
         E, A = self.num_envs, self.num_agents
         out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32))
         out["env_state"] = np.zeros((E, self.state_dim), np.float32)
@@ -923,9 +963,12 @@ class GenericVecEnv:
         out = {key: value.copy() for key, value in final.items()}
         for e in np.flatnonzero(outcome["terminated"] | outcome["truncated"]):
             self.steps[e] = 0
-            out["obs"][e], out["avail"][e], out["alive"][e] = 0.0, self.avail, True
+            out["obs"][e] = 0.0
+            out["avail"][e] = self.avail
+            out["alive"][e] = True
             self.observe(out, e, self.envs[e], *self.envs[e].reset())
-        finals = dict(final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+        finals = dict(final_obs=final["obs"], final_state=final["env_state"])
+        finals["final_alive"] = final["alive"]
         return dict(self.finish(out), **outcome, **finals)
 
     def close(self):
@@ -957,8 +1000,8 @@ def make_generic(env_id: str):
     else:
         spaces = (env.observation_space, env.action_space)
         multi_agent = all(isinstance(sp, gym.spaces.Tuple) for sp in spaces)
-        no_tuples = "not a multi-agent env of EPyMARL's convention (Tuple observation and action spaces)"
-        check(multi_agent, f"{env_id}: {no_tuples}")
+        convention = "EPyMARL's convention (Tuple observation and action spaces)"
+        check(multi_agent, f"{env_id}: not a multi-agent env of {convention}")
     return env
 
 
@@ -980,41 +1023,57 @@ class MPEVecEnv(GenericVecEnv):
 
 
 class VMASVecEnv:
-    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in one call, on the CPU or
-    with --env-on-device on the training device (outputs stay torch tensors there). Team reward = the agents' mean;
-    env state = all observations (zero-padded to the largest); the time limit of the scenario's preset is a truncation;
-    finished envs are reset one by one (all at once at a common time limit). VMAS keeps one random state for all its
-    envs in a process; each adapter swaps its own in, so that evaluation envs do not change the training envs' draws
-    (on a GPU, VMAS also draws from torch's CUDA generator, which the policy shares)."""
+    """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in
+    one call, on the CPU or with --env-on-device on the training device (outputs stay torch
+    tensors there). Team reward: the agents' mean. Env state: all observations (zero-padded to the
+    largest). The time limit of the scenario's preset is a truncation. Finished envs are reset one
+    by one (all at once at a common time limit).
+    VMAS keeps one random state for all its envs in a process; each adapter swaps its own in, so
+    that evaluation envs do not change the training envs' draws (on a GPU, VMAS also draws from
+    torch's CUDA generator, which the policy shares)."""
 
     has_wins, continuous = False, True
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
 
-        name, self.device = env_id.removeprefix("vmas/"), device  # device None: VMAS on the CPU, outputs as numpy
+        name = env_id.removeprefix("vmas/")
+        self.device = device  # None: VMAS on the CPU, outputs as numpy
         kwargs = dict(seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
         self.env = vmas.make_env(name, num_envs, device or "cpu", **kwargs)
-        self.shared_state = self.env.vmas_random_state  # a class attribute: one list for all VMAS envs
-        self.random_state = list(self.shared_state)  # (torch, numpy, random) states, as make_env seeded them
+        # VMAS's random state is a class attribute, one list for all its envs; this adapter's own
+        # (torch, numpy, random) states start as make_env seeded them
+        self.shared_state = self.env.vmas_random_state
+        self.random_state = list(self.shared_state)
         spaces = self.env.action_space.spaces  # per agent: Box(low, high, (U,))
-        check(len({sp.shape for sp in spaces}) == 1, f"{env_id}: agents with different action sizes are not supported")
+        same_size = len({sp.shape for sp in spaces}) == 1
+        check(same_size, f"{env_id}: agents with different action sizes are not supported")
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
         E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
-        self.num_envs, self.num_agents, self.obs_dim, self.state_dim, self.num_actions = E, A, O, A * O, U
-        bounds = (np.stack([getattr(sp, k) for sp in spaces]) for k in ("low", "high"))
-        self.low, self.high = (torch.tensor(b, device=self.env.device) for b in bounds)  # (A,U), where VMAS runs
-        self.avail = torch.ones((E, A, U), dtype=torch.bool, device=self.env.device)  # every action, every agent alive
-        self.alive = torch.ones((E, A), dtype=torch.bool, device=self.env.device)
+        self.num_envs = E
+        self.num_agents = A
+        self.obs_dim = O
+        self.state_dim = A * O
+        self.num_actions = U
+        # the action bounds (A,U), where VMAS runs
+        on = self.env.device
+        self.low = torch.tensor(np.stack([sp.low for sp in spaces]), device=on)
+        self.high = torch.tensor(np.stack([sp.high for sp in spaces]), device=on)
+        self.avail = torch.ones((E, A, U), dtype=torch.bool, device=on)  # every action
+        self.alive = torch.ones((E, A), dtype=torch.bool, device=on)  # every agent, always
 
-    def outputs(self, obs_list: list, **outcome) -> dict:  # one (E,O_a) tensor per agent -> the adapter's arrays
-        obs = torch.zeros((self.num_envs, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O) padded
+    def outputs(self, obs_list: list, **outcome) -> dict:
+        """One (E,O_a) tensor per agent -> the adapter's arrays"""
+        E = self.num_envs
+        obs = torch.zeros((E, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O)
         for j, agent_obs in enumerate(obs_list):
-            obs[:, j, : self.obs_dims[j]] = agent_obs
-        out = dict(obs=obs, env_state=obs.reshape(self.num_envs, -1), avail=self.avail, alive=self.alive, **outcome)
+            obs[:, j, : self.obs_dims[j]] = agent_obs  # zero-padded
+        out = dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=self.alive)
+        out.update(outcome)
         return out if self.device is not None else {k: v.cpu().numpy() for k, v in out.items()}
 
-    def own_stream(self, call, *args):  # a VMAS call drawing from this adapter's random state
+    def own_stream(self, call, *args):
+        """A VMAS call, drawing from this adapter's random state"""
         self.shared_state[:] = self.random_state
         result = call(*args)
         self.random_state = list(self.shared_state)
@@ -1023,50 +1082,63 @@ class VMASVecEnv:
     def reset(self) -> dict:
         return self.outputs(self.own_stream(self.env.reset))
 
-    def step(self, actions) -> dict:  # (E,A,U) numpy, or torch on the device; clipped to the bounds here
+    def step(self, actions) -> dict:
+        """actions (E,A,U): numpy, or torch on the device; clipped to the bounds here"""
         actions = torch.as_tensor(actions, device=self.env.device)
         sent = actions.clamp(self.low, self.high)
-        obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, list(sent.unbind(1)))
+        per_agent = list(sent.unbind(1))  # (E,U) each
+        obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, per_agent)
         truncated = truncated & ~terminated
-        final, done = self.outputs(obs), (terminated | truncated).nonzero().flatten().tolist()
+        final = self.outputs(obs)
+        done = (terminated | truncated).nonzero().flatten().tolist()
         if len(done) == self.num_envs:
             obs = self.own_stream(self.env.reset)
         for e in done if len(done) < self.num_envs else ():
-            obs = self.own_stream(self.env.reset_at, e)  # every env's observations, env e's after its reset
+            # every env's observations, env e's after its reset
+            obs = self.own_stream(self.env.reset_at, e)
         reward = torch.stack(rewards).mean(0)  # (E,) the agents' mean
-        out = self.outputs(obs, reward=reward, terminated=terminated, truncated=truncated, won=torch.zeros_like(terminated))
-        return dict(out, final_obs=final["obs"], final_state=final["env_state"], final_alive=final["alive"])
+        outcome = dict(reward=reward, terminated=terminated, truncated=truncated)
+        out = self.outputs(obs, **outcome, won=torch.zeros_like(terminated))
+        finals = dict(final_obs=final["obs"], final_state=final["env_state"])
+        return dict(out, **finals, final_alive=final["alive"])
 
     def close(self):
         pass
 
 
-# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a truncation
-SMAC_EPISODE_LIMITS = {"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150}
-SMAC_EPISODE_LIMITS.update({"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170})
-SMAC_EPISODE_LIMITS.update({"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300})
+# SMAC's episode limits (smac_maps.py); SMAClite has none of its own, so the time limit is a
+# truncation
+SMAC_EPISODE_LIMITS = {
+    **{"3m": 60, "8m": 120, "25m": 150, "5m_vs_6m": 70, "8m_vs_9m": 120, "10m_vs_11m": 150},
+    **{"27m_vs_30m": 180, "MMM": 150, "MMM2": 180, "2s3z": 120, "3s5z": 150, "3s5z_vs_3s6z": 170},
+    **{"3s_vs_5z": 250, "2c_vs_64zg": 400, "corridor": 400, "bane_vs_bane": 200, "2s_vs_1sc": 300},
+}
 
 
 def smaclite_worker(pipe, map_name: str, seeds: list[int]):
-    """A child process stepping a slice of SMAClite envs: actions (k,A), or None to reset -> the adapter's arrays (k,...)"""
+    """A child process stepping a slice of SMAClite envs: actions (k,A), or None to reset -> the
+    adapter's arrays (k,...)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes us
     import gymnasium as gym
     import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
 
+    limit = SMAC_EPISODE_LIMITS.get(map_name, 200)
     with quiet():
-        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=SMAC_EPISODE_LIMITS.get(map_name, 200)) for _ in seeds]
+        envs = [gym.make(f"smaclite/{map_name}-v0", max_episode_steps=limit) for _ in seeds]
 
     def observe(env, obs) -> dict:
         u = env.unwrapped
-        alive = np.isin(np.arange(u.n_agents), list(u.agents))  # (A,) live agents are the keys of u.agents
-        return dict(obs=np.stack(obs), env_state=u.get_state(), avail=np.stack(u.get_avail_actions()) > 0, alive=alive)
+        alive = np.isin(np.arange(u.n_agents), list(u.agents))  # (A,) the keys of u.agents live
+        avail = np.stack(u.get_avail_actions()) > 0
+        return dict(obs=np.stack(obs), env_state=u.get_state(), avail=avail, alive=alive)
 
     def step(env, actions) -> dict:
         obs, reward, terminated, truncated, info = env.step(actions)
         final = observe(env, obs)
         out = observe(env, env.reset()[0]) if terminated or truncated else final
-        out.update(reward=np.float32(reward), terminated=terminated, truncated=truncated and not terminated)
-        out.update(won=info.get("battle_won", False), final_obs=final["obs"], final_state=final["env_state"])
+        out.update(reward=np.float32(reward), terminated=terminated)
+        out.update(truncated=truncated and not terminated, won=info.get("battle_won", False))
+        out.update(final_obs=final["obs"], final_state=final["env_state"])
         return dict(out, final_alive=final["alive"])
 
     with contextlib.suppress(EOFError, BrokenPipeError):  # the parent closed its end, or is gone
@@ -1080,7 +1152,8 @@ def smaclite_worker(pipe, map_name: str, seeds: list[int]):
 
 
 class SMACliteVecEnv:
-    """SMAClite (pure Python, slow): the envs split over worker processes that step their slices in parallel."""
+    """SMAClite (pure Python, slow): the envs split over worker processes that step their slices
+    in parallel."""
 
     has_wins, continuous = True, False
 
@@ -1090,14 +1163,19 @@ class SMACliteVecEnv:
         map_name = env_id.removeprefix("smaclite/")
         with quiet():
             u = gym.make(f"smaclite/{map_name}-v0").unwrapped
-        self.num_envs, self.num_agents, self.obs_dim = num_envs, u.n_agents, u.obs_size
-        self.state_dim, self.num_actions = u.state_size, u.n_actions
-        self.slices = np.array_split(np.arange(num_envs), min(num_envs, num_workers or os.cpu_count() or 1))
+        self.num_envs = num_envs
+        self.num_agents = u.n_agents
+        self.obs_dim = u.obs_size
+        self.state_dim = u.state_size
+        self.num_actions = u.n_actions
+        workers = min(num_envs, num_workers or os.cpu_count() or 1)
+        self.slices = np.array_split(np.arange(num_envs), workers)
         ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
         self.pipes, self.procs = [], []
         for idx in self.slices:
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=smaclite_worker, args=(child, map_name, [seed + int(i) for i in idx]), daemon=True)
+            seeds = [seed + int(i) for i in idx]
+            proc = ctx.Process(target=smaclite_worker, args=(child, map_name, seeds), daemon=True)
             proc.start()
             child.close()
             self.pipes.append(parent)
@@ -1135,13 +1213,15 @@ def smaclite_maps() -> list[str]:
         import smaclite  # noqa: F401  (registers smaclite/<map>-v0)
     except ImportError:
         return []
-    return sorted(k.removesuffix("-v0") for k in gym.registry if k.startswith("smaclite/") and "custom" not in k)
+    maps = [k for k in gym.registry if k.startswith("smaclite/") and "custom" not in k]
+    return sorted(k.removesuffix("-v0") for k in maps)
 
 
-# The envs known by name: family -> (backend, its ids). SMAX and SMAClite import to list their maps, so they come
-# last; pz/ and gym/ ids go to the generic backend.
+# The envs known by name: family -> (backend, its ids). SMAX and SMAClite import to list their
+# maps, so they come last; pz/ and gym/ ids go to the generic backend.
+MPE_CONTINUOUS = ["simple_spread_v3_continuous", "simple_reference_v3_continuous"]
 ENV_FAMILIES = {
-    "MPE": (MPEVecEnv, lambda: [*MPE_TASK_PRESETS, "simple_spread_v3_continuous", "simple_reference_v3_continuous"]),
+    "MPE": (MPEVecEnv, lambda: [*MPE_TASK_PRESETS, *MPE_CONTINUOUS]),
     "Hanabi": (HanabiVecEnv, lambda: list(HANABI_PLAYERS)),
     "VMAS": (VMASVecEnv, lambda: [f"vmas/{name}" for name in VMAS_SCENARIOS]),
     "SMAX": (SMAXVecEnv, smax_maps),
@@ -1156,14 +1236,17 @@ def env_backend(env_id: str):
     for backend, ids in ENV_FAMILIES.values():
         if env_id in ids():
             return backend
-    check(not env_id.startswith("smaclite/"), "SMAClite is not installed: README.md#environments has its install line")
-    valid = "".join(f"\n  {family}: {', '.join(ids()) or 'not installed'}" for family, (_, ids) in ENV_FAMILIES.items())
-    generic = "\n  any other env: pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
-    check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}{generic}")
+    install = "README.md#environments has its install line"
+    check(not env_id.startswith("smaclite/"), f"SMAClite is not installed: {install}")
+    families = ENV_FAMILIES.items()
+    valid = "".join(f"\n  {name}: {', '.join(ids()) or 'not installed'}" for name, (_, ids) in families)
+    generic = "pz/<module>:<callable> (PettingZoo), gym/<id> (Gymnasium, EPyMARL's convention)"
+    check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}\n  any other env: {generic}")
 
 
 def env_presets(env_id: str, paper_preset: bool) -> dict:
-    """The settings env_id brings: the paper's for its family and map (MAPPO Tables 5, 7, 11, 12, 13), else ours"""
+    """The settings env_id brings: the paper's for its family and map (MAPPO Tables 5, 7, 11, 12,
+    13), else ours"""
     backend = env_backend(env_id)  # exits 2 on an unknown id
     smac_map = SMAC_MAP_PRESETS.get(env_id.removeprefix("smaclite/"), {})
     if backend is MPEVecEnv:
@@ -1178,12 +1261,15 @@ def env_presets(env_id: str, paper_preset: bool) -> dict:
 
 
 def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device=None, team_reward="sum"):
-    """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors (SMAX, Hanabi, VMAS)"""
+    """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors
+    (SMAX, Hanabi, VMAS)"""
     backend = env_backend(env_id)
     if device is not None:
-        check(backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv), f"--env-on-device: {env_id} steps on the host only")
+        on_device = backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv)
+        check(on_device, f"--env-on-device: {env_id} steps on the host only")
         check(num_stacked_frames == 1, "--env-on-device: stacked frames (--num-stacked-frames) are host-only")
-    options = dict(team_reward=team_reward) if backend is GenericVecEnv else {}  # the others have one team reward
+    # the generic backend's envs give a reward per agent; the others have one team reward
+    options = dict(team_reward=team_reward) if backend is GenericVecEnv else {}
     envs = backend(env_id, num_envs, seed, num_workers, device, **options)
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
