@@ -1512,13 +1512,17 @@ def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device
 
 
 # =========================================== PLUMBING =============================================
-# The paper's settings per env: Args' defaults are its SMAC settings; MPE (Tables 5, 11) and some maps differ
+# The paper's settings per env: Args' defaults are its SMAC settings; MPE (Tables 5, 11) and some
+# maps differ
 MPE_PRESET = dict(num_envs=128, num_steps=25, learning_rate=7e-4, critic_learning_rate=7e-4, state_type="cl")
-SMAC_MAP_PRESETS = {  # MAPPO Table 12: per-map epochs, mini-batches, head gain and stacked frames (others: 15, 1, 0.01, 1)
+# MAPPO Table 12: per-map epochs, mini-batches, head gain and stacked frames (others: 15, 1, 0.01, 1)
+SMAC_MAP_PRESETS = {
     **{m: dict(update_epochs=10) for m in ("25m", "5m_vs_6m", "10m_vs_11m")},
-    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m", "6h_vs_8z", "corridor")},
+    **{m: dict(update_epochs=5) for m in ("2c_vs_64zg", "3s5z", "3s5z_vs_3s6z", "27m_vs_30m")},
+    **{m: dict(update_epochs=5) for m in ("6h_vs_8z", "corridor")},
     "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
-    **{m: dict(num_stacked_frames=4) for m in ("3s_vs_4z", "3s_vs_5z")},  # the paper's MLP maps: 4 stacked frames
+    # the paper's MLP maps: 4 stacked frames
+    **{m: dict(num_stacked_frames=4) for m in ("3s_vs_4z", "3s_vs_5z")},
 }
 MPE_TASK_PRESETS = {  # MAPPO Table 11
     "simple_spread_v3": dict(update_epochs=10, activation="tanh"),
@@ -1529,19 +1533,25 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
 ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
 ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
 ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
-VMAS_SCENARIOS = {  # scenario -> its make_env kwargs: BenchMARL's VMAS task configs (benchmarl/conf/task/vmas)
-    "navigation": dict(max_steps=100, n_agents=3, collisions=True, agents_with_same_goal=1, split_goals=False)
-    | dict(observe_all_goals=False, shared_rew=False, lidar_range=0.35, agent_radius=0.1),
+# scenario -> its make_env kwargs: BenchMARL's VMAS task configs (benchmarl/conf/task/vmas)
+VMAS_SCENARIOS = {
+    "navigation": dict(max_steps=100, n_agents=3, collisions=True, agents_with_same_goal=1)
+    | dict(split_goals=False, observe_all_goals=False, shared_rew=False)
+    | dict(lidar_range=0.35, agent_radius=0.1),
     "balance": dict(max_steps=100, n_agents=4, random_package_pos_on_line=True, package_mass=5),
-    "transport": dict(max_steps=100, n_agents=4, n_packages=1, package_width=0.15, package_length=0.15, package_mass=50),
-    "sampling": dict(max_steps=100, n_agents=3, shared_rew=False, n_gaussians=3, lidar_range=0.2, cov=0.05)
-    | dict(collisions=True, spawn_same_pos=False),
+    "transport": dict(max_steps=100, n_agents=4, n_packages=1, package_mass=50)
+    | dict(package_width=0.15, package_length=0.15),
+    "sampling": dict(max_steps=100, n_agents=3, shared_rew=False, n_gaussians=3)
+    | dict(lidar_range=0.2, cov=0.05, collisions=True, spawn_same_pos=False),
 }
-VMAS_PRESET = dict(MPE_PRESET, num_envs=60, num_steps=100, activation="tanh", update_epochs=10)  # ours, as MPE's
+# ours, as MPE's
+VMAS_PRESET = dict(MPE_PRESET, num_envs=60, num_steps=100, activation="tanh", update_epochs=10)
 HANABI_PLAYERS = {"hanabi": 2, "hanabi_3p": 3, "hanabi_4p": 4, "hanabi_5p": 5}
-HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4, critic_learning_rate=1e-3)
-HANABI_PAPER_PRESET.update(update_epochs=15, ent_coef=0.015, death_masking=False)  # MAPPO Tables 7, 13; alive = to move
-HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)  # ours: 2 CPU cores, 1/8 the envs, 1/4 the width
+# MAPPO Tables 7, 13 (`alive`: the player to move)
+HANABI_PAPER_PRESET = dict(num_envs=1000, num_steps=100, hidden_dim=512, learning_rate=7e-4)
+HANABI_PAPER_PRESET.update(critic_learning_rate=1e-3, update_epochs=15, ent_coef=0.015, death_masking=False)
+# ours, for 2 CPU cores: 1/8 the envs, 1/4 the width
+HANABI_PRESET = dict(HANABI_PAPER_PRESET, num_envs=128, hidden_dim=128)
 
 
 def check(condition: bool, message: str):
@@ -1553,11 +1563,12 @@ def check(condition: bool, message: str):
 
 @contextlib.contextmanager
 def quiet():
-    """Silences stdout down to file descriptor 1: importing jaxmarl prints about optional submodules (and swaps
-    sys.stdout and sys.stderr: both are put back, or later error messages would miss a caller's capture), SMAClite
-    about its RVO2 port."""
+    """Silences stdout down to file descriptor 1: importing jaxmarl prints about optional
+    submodules (and swaps sys.stdout and sys.stderr: both are put back, or later error messages
+    would miss a caller's capture), SMAClite about its RVO2 port."""
     sys.stdout.flush()
-    saved_fd, saved_stdout, saved_stderr = os.dup(1), sys.stdout, sys.stderr
+    saved_fd = os.dup(1)
+    saved_stdout, saved_stderr = sys.stdout, sys.stderr
     with open(os.devnull, "w") as devnull:
         os.dup2(devnull.fileno(), 1)
         try:
@@ -1585,18 +1596,21 @@ def env_presets(env_id: str, paper_preset: bool) -> dict:
 
 
 def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
-    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for --env-id. Every argument
-    check is here: bad input exits 2 with one message."""
+    """Defaults: the checkpoint's args with --resume / --eval-only, else the paper's preset for
+    --env-id. Every argument check is here: bad input exits 2 with one message."""
     pre = argparse.ArgumentParser(add_help=False)
     for name in ("env-id", "resume", "eval-only"):
         pre.add_argument(f"--{name}", f"--{name.replace('-', '_')}")
     for name in ("paper-preset", "recurrent"):
         pre.add_argument(f"--{name}", f"--{name.replace('-', '_')}", action="store_true")
     known, _ = pre.parse_known_args(argv)
-    ckpt = load_checkpoint(known.resume or known.eval_only) if (known.resume or known.eval_only) else None
+    path = known.resume or known.eval_only
+    ckpt = load_checkpoint(path) if path else None
     if ckpt is not None:
-        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in [f.name for f in fields(Args) if f.init]})
-        defaults = replace(defaults, resume=None, eval_only=None, env_id=known.env_id or defaults.env_id)
+        init = [f.name for f in fields(Args) if f.init]
+        defaults = Args(**{k: v for k, v in ckpt["args"].items() if k in init})
+        env_id = known.env_id or defaults.env_id
+        defaults = replace(defaults, resume=None, eval_only=None, env_id=env_id)
     else:
         env_id = known.env_id or Args.env_id
         presets = env_presets(env_id, known.paper_preset)  # exits 2 on an unknown id
@@ -1611,13 +1625,17 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
                  "num_stacked_frames", "num_minibatches", "update_epochs", "hidden_dim", "num_layers", "clip_coef",
                  "max_grad_norm", "huber_delta", "data_chunk_length", "num_clients", "num_splits",
                  "client_timeout"):  # fmt: skip
-        check(getattr(args, name) > 0, f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+        value = getattr(args, name)
+        check(value > 0, f"--{name.replace('_', '-')} must be positive, got {value}")
     for name in ("eval_interval", "save_interval", "num_workers", "ent_coef", "vf_coef", "server_batch", "flush_timeout",
                  "max_policy_lag"):  # fmt: skip
-        check(getattr(args, name) >= 0, f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+        value = getattr(args, name)
+        check(value >= 0, f"--{name.replace('_', '-')} must be >= 0, got {value}")
     check(not (args.resume and args.eval_only), "--resume and --eval-only are exclusive: give one checkpoint")
-    check(not args.track or importlib.util.find_spec("wandb") is not None, "--track needs wandb: pip install wandb")
-    check(0 < args.gamma <= 1, f"--gamma must be in (0, 1], got {args.gamma}")  # above 1 the returns run off to infinity
+    has_wandb = importlib.util.find_spec("wandb") is not None
+    check(not args.track or has_wandb, "--track needs wandb: pip install wandb")
+    # above 1 the returns run off to infinity
+    check(0 < args.gamma <= 1, f"--gamma must be in (0, 1], got {args.gamma}")
     check(0 <= args.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
     chunk = f"--data-chunk-length {args.data_chunk_length} exceeds the rollout's --num-steps {args.num_steps}"
     check(args.data_chunk_length <= args.num_steps or not args.recurrent, chunk)  # a chunk holds one rollout's steps
@@ -1625,23 +1643,24 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[Args, Optional[dict]]:
     check(args.num_envs % splits == 0, f"--num-envs {args.num_envs} is not a multiple of {splits} splits (clients x splits)")
     check(args.server_batch <= splits, f"--server-batch {args.server_batch} exceeds the {splits} requests that can wait")
     check(args.role != "client" or args.rank >= 1, f"--rank {args.rank} must be 1 .. --num-clients for a client")
-    rollout_steps = f"less than one rollout (num-envs * num-steps = {args.num_envs * args.num_steps})"
-    check(
-        args.total_timesteps >= args.num_envs * args.num_steps or args.eval_only,
-        f"--total-timesteps {args.total_timesteps} is {rollout_steps}",
-    )
+    rollout = args.num_envs * args.num_steps  # env steps: num-envs * num-steps
+    enough = args.total_timesteps >= rollout or args.eval_only
+    check(enough, f"--total-timesteps {args.total_timesteps} is less than one rollout ({rollout} env steps)")
     return args, ckpt
 
 
 def load_checkpoint(path: str) -> dict:
-    """A checkpoint of this script (a file, or the run folder it is in), its archive's checksums checked, loaded with
-    weights_only=True; anything else exits 2 with one line naming the file."""
-    if os.path.isdir(path):  # a run folder: runs/<run name>/<exp name>.pt, the exp name by default the script's
+    """A checkpoint of this script (a file, or the run folder it is in), its archive's checksums
+    checked, loaded with weights_only=True; anything else exits 2 with one line naming the file."""
+    # a run folder: runs/<run name>/<exp name>.pt, the exp name by default the script's
+    if os.path.isdir(path):
         inside = [os.path.join(path, name) for name in os.listdir(path) if name.endswith(".pt")]
-        check(len(inside) == 1, f"{path!r} is a folder with {len(inside)} checkpoints (*.pt) in it: name the file")
+        found = f"{path!r} is a folder with {len(inside)} checkpoints (*.pt) in it"
+        check(len(inside) == 1, f"{found}: name the file")
         path = inside[0]
     check(os.path.isfile(path), f"checkpoint {path!r} does not exist")
-    with contextlib.suppress(zipfile.BadZipFile):  # torch writes a zip archive, with a CRC-32 of every member
+    # torch writes a zip archive, with a CRC-32 of every member
+    with contextlib.suppress(zipfile.BadZipFile):
         with zipfile.ZipFile(path) as archive:
             damaged = archive.testzip()  # the first member whose bytes do not match their checksum
         check(damaged is None, f"{path!r} is corrupted: its part {damaged} fails its checksum")
@@ -1649,26 +1668,33 @@ def load_checkpoint(path: str) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception:  # not a torch file, or one that holds more than tensors and plain values
         ckpt = None
-    check(isinstance(ckpt, dict) and ckpt.get("format") == "cleanmappo", f"{path!r} is not a cleanmappo checkpoint")
-    check(ckpt["script"] == os.path.basename(__file__), f"{path!r} was written by {ckpt['script']}, not by this script")
+    ours = isinstance(ckpt, dict) and ckpt.get("format") == "cleanmappo"
+    check(ours, f"{path!r} is not a cleanmappo checkpoint")
+    script = os.path.basename(__file__)
+    check(ckpt["script"] == script, f"{path!r} was written by {ckpt['script']}, not by this script")
     return ckpt
 
 
 def save_checkpoint(path: str, parts: dict, **values):
-    """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never half written."""
+    """Everything --resume needs, as tensors and plain values (weights_only=True loads it), never
+    half written."""
     ckpt = {name: part.state_dict() for name, part in parts.items()}
-    torch.save(dict(ckpt, format="cleanmappo", script=os.path.basename(__file__), **values), f"{path}.tmp")
+    ckpt.update(format="cleanmappo", script=os.path.basename(__file__), **values)
+    torch.save(ckpt, f"{path}.tmp")
     os.replace(f"{path}.tmp", path)
 
 
 def restore(parts: dict, ckpt: dict, resume: bool, env_id: str):
-    """The checkpoint's networks into parts (actor, critic), and with --resume its optimisers too. A network or env
-    flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's exits 2 naming the first part that differs."""
+    """The checkpoint's networks into parts (actor, critic), and with --resume its optimisers too.
+    A network or env flag (--hidden-dim, --env-id, ...) that differs from the checkpoint's exits 2
+    naming the first part that differs."""
     for name in list(parts)[: 4 if resume else 2]:
         try:
             parts[name].load_state_dict(ckpt[name])
-        except (RuntimeError, ValueError) as e:  # torch's message: a header line, then one line per mismatch
-            first = next((line.strip() for line in str(e).splitlines()[1:] if line.strip()), str(e).strip())
+        except (RuntimeError, ValueError) as e:
+            # torch's message: a header line, then one line per mismatch
+            lines = [line.strip() for line in str(e).splitlines()[1:] if line.strip()]
+            first = lines[0] if lines else str(e).strip()
             envs = f"the checkpoint's --env-id {ckpt['args']['env_id']}, these flags' {env_id}"
             check(False, f"the checkpoint's networks do not match these flags: {name}: {first} ({envs})")
 
@@ -1792,9 +1818,10 @@ def gloo_reason(e: Exception) -> str:
 
 
 def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
-    """The paper's metric, the median of the last 10 evaluations, of each score, and every evaluation. evals: one row
-    per evaluation: step, win rate, return, wall time, training score (of the rollout before it), then the sampled
-    win rate and return (NaN without --eval-sampled). Without wins (MPE, Hanabi) the win rates are None."""
+    """The paper's metric, the median of the last 10 evaluations, of each score, and every
+    evaluation. evals: one row per evaluation: step, win rate, return, wall time, training score
+    (of the rollout before it), then the sampled win rate and return (NaN without --eval-sampled).
+    Without wins (MPE, Hanabi) the win rates are None."""
     last = np.array(evals[-10:])
     summary = dict(wall_time=evals[-1][3], median_return=float(np.median(last[:, 2])))
     summary["median_win_rate"] = float(np.median(last[:, 1])) if has_wins else None
@@ -1806,17 +1833,20 @@ def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
         summary["median_sampled_win_rate"] = float(np.nanmedian(last[:, 5])) if has_wins else None
     win = ("win_rate", "sampled_win_rate") if has_wins else (None, None)
     keys = ("step", win[0], "episodic_return", "wall_time", train, win[1], "sampled_return")
-    summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in evals]  # NaN: left out
+    # a NaN (v != v) is left out
+    summary["evals"] = [{k: v for k, v in zip(keys, e) if k and v == v} for e in evals]
     return summary
 
 
 def open_logs(args: Args, run_name: str) -> SummaryWriter:
-    """TensorBoard's writer in runs/<run name>, its first text the flags; with --track, W&B syncs it."""
+    """TensorBoard's writer in runs/<run name>, its first text the flags; with --track, W&B syncs
+    it."""
     if args.track:
         import wandb
 
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=vars(args), name=run_name, save_code=True, resume="allow")  # fmt: skip
+        names = dict(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name)
+        options = dict(sync_tensorboard=True, save_code=True, resume="allow")
+        wandb.init(**names, **options, config=vars(args))
     writer = SummaryWriter(f"runs/{run_name}")
     table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
     writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -1824,17 +1854,20 @@ def open_logs(args: Args, run_name: str) -> SummaryWriter:
 
 
 def episode_stats(episodes: dict, has_wins: bool) -> dict:
-    """The mean return, length and win rate of the episodes that ended in the rollout (none: {}); the list emptied."""
+    """The mean return, length and win rate of the episodes that ended in the rollout (none: {});
+    the list emptied."""
     if not episodes["finished"]:
         return {}
-    returns, lengths, won = np.array(episodes["finished"]).T  # one row per episode finished in this rollout
+    # one row per episode finished in this rollout
+    returns, lengths, won = np.array(episodes["finished"]).T
     episodes["finished"] = []
     stats = {"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()}
     return stats | ({"charts/win_rate": won.mean()} if has_wins else {})  # MPE has no win
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):
-    """The run's eval_summary.json: head (env id, seed, step, budget), then eval_summary's; its medians printed."""
+    """The run's eval_summary.json: head (env id, seed, step, budget), then eval_summary's; its
+    medians printed."""
     summary = dict(head, **eval_summary(evals, has_wins))
     with open(path, "w") as f:
         json.dump(summary, f, indent=1)
@@ -1844,16 +1877,19 @@ def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins
 
 
 def status_line(step: int, total: int, wall_sps: float, latest: dict, has_wins: bool, env_id: str) -> str:
-    """Progress: step / total, SPS (of training: evaluations and the warm-up left out), ETA (at wall_sps, the env steps
-    per second of wall time since the warm-up, evaluations in), the score of the last rollout's episodes and of the
-    last evaluation, env id."""
-    sps = int(latest["charts/SPS"]) if "charts/SPS" in latest else "-"  # none yet in a sitting's first iteration
+    """Progress: step / total, SPS (of training: evaluations and the warm-up left out), ETA (at
+    wall_sps, the env steps per second of wall time since the warm-up, evaluations in), the score
+    of the last rollout's episodes and of the last evaluation, env id. 80 columns show all but the
+    id."""
+    # no SPS yet in a sitting's first iteration
+    sps = int(latest["charts/SPS"]) if "charts/SPS" in latest else "-"
     eta = datetime.timedelta(seconds=int((total - step) / wall_sps)) if wall_sps else "-"
     tag = "win_rate" if has_wins else "episodic_return"
     names = {f"charts/{tag}": "win" if has_wins else "return", f"eval/{tag}": "eval"}
     scores = "".join(f" {name} {latest[t]:.2f}" for t, name in names.items() if t in latest)
-    warm_up = f" (warm-up {latest['time/warmup']:.0f} s)" if sps == "-" and "time/warmup" in latest else ""
-    return f"step {step}/{total} SPS {sps} ETA {eta}{warm_up}{scores} | {env_id}"  # 80 columns show all but the id
+    warming_up = sps == "-" and "time/warmup" in latest
+    warm_up = f" (warm-up {latest['time/warmup']:.0f} s)" if warming_up else ""
+    return f"step {step}/{total} SPS {sps} ETA {eta}{warm_up}{scores} | {env_id}"
 
 
 def report_eval_only(args: Args, eval_envs, result: tuple[float, ...]):
@@ -1862,48 +1898,69 @@ def report_eval_only(args: Args, eval_envs, result: tuple[float, ...]):
     modes = "greedy, then as many sampled" if args.eval_sampled else "greedy"
     print(f"eval-only {args.eval_only}: {args.env_id}, {args.eval_episodes} episodes {modes}")
     for mode, win, ret in zip(("greedy", "sampled"), result[::2], result[1::2]):
-        print(f"{mode}: " + (f"win_rate={win:.4f} " if eval_envs.has_wins else "") + f"episodic_return={ret:.4f}")
+        win_rate = f"win_rate={win:.4f} " if eval_envs.has_wins else ""
+        print(f"{mode}: {win_rate}episodic_return={ret:.4f}")
 
 
 class Run:
-    """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard (W&B with --track), shows
-    progress (a status line on a terminal, a line every 30 s when piped), and makes Ctrl-C or SIGTERM, or a lost client
-    (`error`), a stop while waiting for a rollout or after the update under way, with a checkpoint of the last update."""
+    """What a run does besides learning: restores and writes checkpoints, logs to TensorBoard
+    (W&B with --track), shows progress (a status line on a terminal, a line every 30 s when
+    piped), and makes Ctrl-C or SIGTERM, or an `error`, a stop while waiting for a rollout or after
+    the update under way, with a checkpoint of the last update."""
 
     def __init__(self, args: Args, ckpt: Optional[dict], actor, critic, actor_optimizer, critic_optimizer, eval_envs):
-        self.args, self.eval_envs, self.has_wins, self.signals, self.error = args, eval_envs, eval_envs.has_wins, [], None
-        self.parts = dict(actor=actor, critic=critic, actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
+        self.args = args
+        self.eval_envs = eval_envs
+        self.has_wins = eval_envs.has_wins
+        self.signals = []
+        self.error = None  # a lost client, with --stop-on-client-loss or none left; a failed server
+        self.parts = dict(actor=actor, critic=critic)
+        self.parts.update(actor_optimizer=actor_optimizer, critic_optimizer=critic_optimizer)
         if ckpt:
             restore(self.parts, ckpt, args.resume, args.env_id)
         self.run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        self.run_name = self.run_name.replace("/", "-").replace(":", "-")  # a folder name: no / nor : of an env id
-        self.global_step, self.iteration, self.evals = 0, 0, []
+        # a folder name: no / nor : of an env id
+        self.run_name = self.run_name.replace("/", "-").replace(":", "-")
+        self.global_step = 0
+        self.iteration = 0
+        self.evals = []
         if args.resume:  # the step counters, the eval history and the run directory go on
-            self.global_step, self.iteration, self.run_name = ckpt["global_step"], ckpt["iteration"], ckpt["run_name"]
-            self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]  # older runs: no sampled columns
-        self.num_iterations = args.total_timesteps // (args.num_envs * args.num_steps)  # whole rollouts
+            self.global_step = ckpt["global_step"]
+            self.iteration = ckpt["iteration"]
+            self.run_name = ckpt["run_name"]
+            # older runs have no sampled columns
+            self.evals = [list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]]
+        rollout = args.num_envs * args.num_steps
+        self.num_iterations = args.total_timesteps // rollout  # whole rollouts
+        self.total = self.num_iterations * rollout  # env steps trained
         self.path = f"runs/{self.run_name}/{args.exp_name}.pt"
-        self.total = self.num_iterations * args.num_envs * args.num_steps  # env steps trained, whole rollouts
-        self.train_time, self.latest, self.printed = 0.0, {}, 0.0
-        self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)  # a resumed run's clock goes on
-        # (env step, time) at the end of this sitting's first iteration, which compiles (JAX, torch) and fills caches:
-        # SPS and the ETA count from there, and its time is logged apart (time/warmup)
+        self.train_time = 0.0
+        self.latest = {}
+        self.printed = 0.0
+        # a resumed run's clock goes on
+        self.start_time = time.time() - (self.evals[-1][3] if self.evals else 0.0)
+        # (env step, time) at the end of this sitting's first iteration, which compiles (JAX,
+        # torch) and fills caches: SPS and the ETA count from there, and its time is logged apart
+        # (time/warmup)
         self.warm = None
 
     def start(self):
         """Tracking, the stop signals caught."""
         self.writer = open_logs(self.args, self.run_name)
-        self.handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # put back at the end
+        # the handlers before ours, put back at the end
+        self.handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         for sig in self.handlers:  # also where a shell started us with SIGINT ignored (cmd &)
             signal.signal(sig, self.stop)
-        if self.total != self.args.total_timesteps:
-            print(f"--total-timesteps {self.args.total_timesteps} is rounded down to whole rollouts: {self.total}")
-        if self.args.resume:
-            print(f"{self.args.env_id}: resumed at step {self.global_step}, training to step {self.total}", flush=True)
+        args = self.args
+        if self.total != args.total_timesteps:
+            print(f"--total-timesteps {args.total_timesteps} is rounded down to whole rollouts: {self.total}")
+        if args.resume:
+            print(f"{args.env_id}: resumed at step {self.global_step}, training to step {self.total}", flush=True)
         else:
-            print(f"{self.args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
+            print(f"{args.env_id}: training to step {self.total}, logs in runs/{self.run_name}", flush=True)
 
-    def stop(self, signum, frame):  # only a flag that the loops read: nothing is raised inside an update, a compile, a gc
+    def stop(self, signum, frame):
+        """Only a flag that the loops read: nothing is raised inside an update, a compile, a gc"""
         self.signals.append(signum)
 
     def show_progress(self, step: int, force: bool = False):
@@ -1912,46 +1969,63 @@ class Run:
         if not force and time.time() - self.printed < (0.5 if tty else 30):
             return
         self.printed = time.time()
-        wall_sps = (step - self.warm[0]) / max(self.printed - self.warm[1], 1e-6) if self.warm else 0.0
+        wall_sps = 0.0
+        if self.warm:
+            wall_sps = (step - self.warm[0]) / max(self.printed - self.warm[1], 1e-6)
         line = status_line(step, self.total, wall_sps, self.latest, self.has_wins, self.args.env_id)
-        print(
-            f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}" if tty else line, end="" if tty else "\n", flush=True
-        )
+        if tty:  # the line rewritten in place, cut to the terminal's width
+            print(f"\r\033[K{line[: shutil.get_terminal_size().columns - 1]}", end="", flush=True)
+        else:
+            print(line, flush=True)
 
     def end_iteration(self, iteration: int, seconds: float, stats: dict, episodes: dict, result: Optional[tuple]):
-        """Logs an iteration's statistics, its training episodes and its evaluation (win rate, return) if any."""
-        self.iteration, warming_up = iteration, self.warm is None
+        """Logs an iteration's statistics, its training episodes and its evaluation (win rate,
+        return) if any."""
+        self.iteration = iteration
+        warming_up = self.warm is None
         if warming_up:
-            self.warm, stats["time/warmup"] = (self.global_step, time.time()), seconds
+            self.warm = (self.global_step, time.time())
+            stats["time/warmup"] = seconds
         else:
             self.train_time += seconds
             stats["charts/SPS"] = int((self.global_step - self.warm[0]) / self.train_time)
         stats["charts/learning_rate"] = self.parts["actor_optimizer"].param_groups[0]["lr"]
         if self.args.use_popart:
-            stats["popart/mean"], stats["popart/std"] = (x.item() for x in self.parts["critic"].popart.stats())
+            mean, std = self.parts["critic"].popart.stats()
+            stats.update({"popart/mean": mean.item(), "popart/std": std.item()})
         stats.update(episode_stats(episodes, self.has_wins))
-        if result is not None:  # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
-            train = float(stats.get("charts/win_rate" if self.has_wins else "charts/episodic_return", np.nan))
-            stats.update(self.record_evaluation(result, train))
+        if result is not None:
+            # with the training score of this rollout's episodes (JaxMARL plots it), NaN if none
+            score = "charts/win_rate" if self.has_wins else "charts/episodic_return"
+            stats.update(self.record_evaluation(result, float(stats.get(score, np.nan))))
         for tag, value in stats.items():
             self.writer.add_scalar(tag, value, self.global_step)
         self.latest.update(stats)
-        if self.args.save_interval and iteration % self.args.save_interval == 0:  # a killed run loses at most N updates
+        # a killed run loses at most --save-interval updates
+        if self.args.save_interval and iteration % self.args.save_interval == 0:
             self.save()
-        first_with_sps = "charts/SPS" in stats and self.global_step - self.warm[0] == self.total // self.num_iterations
-        self.show_progress(self.global_step, force=warming_up or first_with_sps or self.global_step == self.total)
+        rollout = self.total // self.num_iterations
+        first_with_sps = "charts/SPS" in stats and self.global_step - self.warm[0] == rollout
+        last = self.global_step == self.total
+        self.show_progress(self.global_step, force=warming_up or first_with_sps or last)
 
     def record_evaluation(self, result: tuple, train_score: float) -> dict:
-        """An evaluation at this step into the history (train_score: the rollout's before it) -> its tags for the logs"""
+        """An evaluation at this step into the history (train_score: the rollout's before it) ->
+        its tags for the logs"""
         sampled = result[2:] or (math.nan, math.nan)  # (win rate, return) of --eval-sampled
-        self.evals.append([self.global_step, *result[:2], time.time() - self.start_time, train_score, *sampled])
-        tags = ("eval/win_rate", "eval/episodic_return", "eval/sampled_win_rate", "eval/sampled_episodic_return")
+        wall_time = time.time() - self.start_time
+        self.evals.append([self.global_step, *result[:2], wall_time, train_score, *sampled])
+        tags = ("eval/win_rate", "eval/episodic_return")
+        tags += ("eval/sampled_win_rate", "eval/sampled_episodic_return")
         return {tag: v for tag, v in zip(tags, result) if self.has_wins or "win_rate" not in tag}
 
     def missed_evaluation(self) -> bool:
-        """A resumed run whose last update was due an evaluation that a stop cut short: it is made up first"""
-        due = self.args.eval_interval and self.iteration and self.iteration % self.args.eval_interval == 0
-        return bool(self.args.resume and due and (not self.evals or self.evals[-1][0] < self.global_step))
+        """A resumed run whose last update was due an evaluation that a stop cut short: it is made
+        up first"""
+        every = self.args.eval_interval
+        due = every and self.iteration and self.iteration % every == 0
+        none_at_this_step = not self.evals or self.evals[-1][0] < self.global_step
+        return bool(self.args.resume and due and none_at_this_step)
 
     def make_up_evaluation(self, result: Optional[tuple]):
         """The cut evaluation (missed_evaluation), at the step it was due, logged; None: stopped again"""
@@ -1962,11 +2036,13 @@ class Run:
     def save(self):
         """A checkpoint of the run as it stands (save_checkpoint)."""
         counters = dict(global_step=self.global_step, iteration=self.iteration, evals=self.evals)
-        save_checkpoint(self.path, self.parts, args=asdict(self.args), run_name=self.run_name, **counters)
+        run = dict(args=asdict(self.args), run_name=self.run_name)
+        save_checkpoint(self.path, self.parts, **run, **counters)
 
     def finish(self, envs):
-        """The checkpoint (always after a stop or with --resume), the paper's eval summary (median of the last 10
-        evaluations, printed and written as JSON), every file flushed, every child process closed."""
+        """The checkpoint (always after a stop or with --resume), the paper's eval summary (median of
+        the last 10 evaluations, printed and written as JSON), every file flushed, every child
+        process closed."""
         print("\n" if sys.stdout.isatty() else "", end="", flush=True)
         if self.signals or self.error or self.args.save_model or self.args.resume:
             self.save()
@@ -1974,7 +2050,8 @@ class Run:
             if self.global_step < self.total:
                 print(f"to go on: python {os.path.basename(__file__)} --resume {self.path}")
         if self.evals:
-            head = dict(env_id=self.args.env_id, seed=self.args.seed, global_step=self.global_step, budget=self.total)
+            head = dict(env_id=self.args.env_id, seed=self.args.seed)
+            head.update(global_step=self.global_step, budget=self.total)
             write_eval_summary(f"runs/{self.run_name}/eval_summary.json", head, self.evals, self.has_wins)
         self.writer.close()
         envs.close()
