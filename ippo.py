@@ -112,14 +112,17 @@ class Args:
 
 
 # ========================================= ENV ADAPTERS ===========================================
-# A backend (section ENV BACKENDS) is a class made as Backend(env_id, num_envs, seed, num_workers), with num_envs,
-# num_agents, obs_dim, state_dim, num_actions and has_wins (whether its episodes are won or lost: SMAC win rates).
-# It steps all its envs in one call and returns numpy arrays: reset() -> obs (E,A,O), env_state (E,S_env),
-# avail (E,A,U) bool, alive (E,A) bool; step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward,
-# terminated (E,) a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state / final_alive: what
-# this step observed before any reset (after a truncation, GAE bootstraps from its value). A backend with continuous
-# = True (VMAS) takes actions (E,A,U) of U real numbers per agent instead, clips them to its bounds, and avail is all True.
-# A backend made with a device (--env-on-device: SMAX, Hanabi, VMAS) gives torch tensors on it and takes them.
+# A backend (section ENV BACKENDS) is a class made as Backend(env_id, num_envs, seed, num_workers),
+# with num_envs, num_agents, obs_dim, state_dim, num_actions and has_wins (whether its episodes are
+# won or lost: SMAC win rates). It steps all its envs in one call and returns numpy arrays:
+#   reset() -> obs (E,A,O), env_state (E,S_env), avail (E,A,U) bool, alive (E,A) bool;
+#   step(actions (E,A)) -> the same after auto-reset, plus reward (E,) team reward, terminated (E,)
+#   a side wiped out, truncated (E,) time limit, won (E,), and final_obs / final_state /
+#   final_alive: what this step observed before any reset (after a truncation, GAE bootstraps
+#   from its value).
+# A backend with continuous = True (VMAS) takes actions (E,A,U) of U real numbers per agent
+# instead, clips them to its bounds, and avail is all True. A backend made with a device
+# (--env-on-device: SMAX, Hanabi, VMAS) gives torch tensors on it and takes them.
 def on_host(x):
     """An env output as numpy: a device backend's outputs are torch tensors on the training device"""
     return x.cpu().numpy() if torch.is_tensor(x) else x
@@ -131,25 +134,29 @@ def stack(arrays: list):
 
 
 class FrameStack:
-    """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an episode starts from zeros.
-    The env state is not stacked."""
+    """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an
+    episode starts from zeros. The env state is not stacked."""
 
     def __init__(self, envs, k: int):
-        self.envs, self.k, self.obs_dim = envs, k, k * envs.obs_dim
-        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins", "continuous"):  # the wrapped env's
-            setattr(self, name, getattr(envs, name))
+        self.envs = envs
+        self.k = k
+        self.obs_dim = k * envs.obs_dim
+        for name in ("num_envs", "num_agents", "num_actions", "state_dim", "has_wins", "continuous"):
+            setattr(self, name, getattr(envs, name))  # the wrapped env's
 
-    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:  # (E,A,k,O), (E,A,O) -> (E,A,k,O)
+    def _push(self, stack: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """stack (E,A,k,O), obs (E,A,O) -> (E,A,k,O)"""
         return np.concatenate([stack[:, :, 1:], obs[:, :, None]], axis=2)
 
     def reset(self) -> dict:
         out = self.envs.reset()
-        self.stack = self._push(np.zeros((*out["obs"].shape[:2], self.k, out["obs"].shape[-1]), np.float32), out["obs"])
-        return dict(out, obs=self.stack.reshape(self.num_envs, self.num_agents, -1))
+        E, A, O = out["obs"].shape
+        self.stack = self._push(np.zeros((E, A, self.k, O), np.float32), out["obs"])
+        return dict(out, obs=self.stack.reshape(E, A, -1))
 
     def step(self, actions: np.ndarray) -> dict:
         out = self.envs.step(actions)
-        final = self._push(self.stack, out["final_obs"])  # the stack this step observed, before any reset
+        final = self._push(self.stack, out["final_obs"])  # what this step observed, before any reset
         new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]  # (E,1,1,1)
         self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
         E, A = self.num_envs, self.num_agents
@@ -180,23 +187,27 @@ def layer_init(layer: nn.Linear, gain: float = np.sqrt(2), bias_const: float = 0
 
 def mlp(in_dim: int, hidden_dim: int, num_layers: int, activation: str, use_feature_norm: bool) -> nn.Sequential:
     """[LayerNorm] -> (Linear -> act -> LayerNorm) x num_layers, as the MAPPO code's MLPBase"""
-    act, gain = (nn.ReLU, np.sqrt(2)) if activation == "relu" else (nn.Tanh, 5.0 / 3.0)  # calculate_gain
+    # torch's calculate_gain for the activation
+    act, gain = (nn.ReLU, np.sqrt(2)) if activation == "relu" else (nn.Tanh, 5.0 / 3.0)
     layers = [nn.LayerNorm(in_dim)] if use_feature_norm else []
     for i in range(num_layers):
-        layers += [layer_init(nn.Linear(in_dim if i == 0 else hidden_dim, hidden_dim), gain), act(), nn.LayerNorm(hidden_dim)]
+        linear = layer_init(nn.Linear(in_dim if i == 0 else hidden_dim, hidden_dim), gain)
+        layers += [linear, act(), nn.LayerNorm(hidden_dim)]
     return nn.Sequential(*layers)
 
 
 class DiagGaussian:
-    """Continuous actions: independent Gaussians over the U action dimensions, the mean from the policy head and a
-    learned, state-independent log standard deviation (the MAPPO code's DiagGaussian). log_prob and entropy sum over
-    the dimensions. Samples are not clipped: the env adapter clips what it sends, the log-probability is the sample's."""
+    """Continuous actions: independent Gaussians over the U action dimensions, the mean from the
+    policy head and a learned, state-independent log standard deviation (the MAPPO code's
+    DiagGaussian). log_prob and entropy sum over the dimensions. Samples are not clipped: the env
+    adapter clips what it sends, the log-probability is the sample's."""
 
     def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
         self.mean, self.log_std = mean, log_std.expand_as(mean)  # (...,U)
 
     def sample(self, generator: Optional[torch.Generator] = None) -> torch.Tensor:
-        noise = torch.randn(self.mean.shape, generator=generator, device=self.mean.device, dtype=self.mean.dtype)
+        like = dict(device=self.mean.device, dtype=self.mean.dtype)
+        noise = torch.randn(self.mean.shape, generator=generator, **like)
         return self.mean + self.log_std.exp() * noise  # (...,U)
 
     def mode(self) -> torch.Tensor:
@@ -211,8 +222,9 @@ class DiagGaussian:
 
 
 def policy(out: torch.Tensor, avail: torch.Tensor, log_std: Optional[torch.Tensor]):
-    """The policy head's output (...,U) -> the action distribution: categorical over the available actions (discrete;
-    MAPPO Suggestion 4), or a diagonal Gaussian with the actor's log std (continuous: the actor has one)"""
+    """The policy head's output (...,U) -> the action distribution: categorical over the available
+    actions (discrete; MAPPO Suggestion 4), or a diagonal Gaussian with the actor's log std
+    (continuous: the actor has one)"""
     return MaskedCategorical(out, avail) if log_std is None else DiagGaussian(out, log_std)
 
 
@@ -282,14 +294,15 @@ def rollout(envs, actor, out: dict, num_steps: int, agent_ids, device, episodes:
 
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
-    """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool, final_values (T,E,A)
-    -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
+    """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool,
+    final_values (T,E,A) -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
     final observation; after a termination it does not bootstrap at all."""
     T = rewards.shape[0]
     advantages = torch.zeros_like(values)
     lastgaelam = torch.zeros_like(next_value)
     for t in reversed(range(T)):
-        next_values = next_value if t == T - 1 else values[t + 1]  # be careful: values[t+1] may start a new episode
+        # be careful: values[t+1] may start a new episode
+        next_values = next_value if t == T - 1 else values[t + 1]
         next_values = torch.where(truncated[t].unsqueeze(-1), final_values[t], next_values)
         bootstrap = (~terminated[t]).unsqueeze(-1).to(values.dtype)
         episode_goes_on = (~(terminated[t] | truncated[t])).unsqueeze(-1).to(values.dtype)
@@ -300,11 +313,12 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
 
 
 def to_move(x: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
-    """x (...,A,*F), alive (...,A) with one True per step, the player to move -> that player's row (...,1,*F). In a
-    turn-based game (Hanabi) the others' rows are forced no-ops: --acting-rows-only trains on this row alone, and GAE
-    runs over the turns (each turn bootstraps from the next player's value), where the MAPPO code runs it over each
-    player's own turns."""
-    if not bool((alive.sum(-1) == 1).all()):  # else the rows of different steps would mix without an error
+    """x (...,A,*F), alive (...,A) with one True per step, the player to move -> that player's row
+    (...,1,*F). In a turn-based game (Hanabi) the others' rows are forced no-ops: --acting-rows-only
+    trains on this row alone, and GAE runs over the turns (each turn bootstraps from the next
+    player's value), where the MAPPO code runs it over each player's own turns."""
+    # else the rows of different steps would mix without an error
+    if not bool((alive.sum(-1) == 1).all()):
         raise ValueError("to_move: a step without exactly one player to move")
     return x[alive].view(*alive.shape[:-1], 1, *x.shape[alive.dim() :])
 
@@ -418,8 +432,9 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
 
 
 def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
-    """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a generator of their own (so
-    training draws the same numbers) -> (win rate, return[, sampled win rate, sampled return]); None after a stop"""
+    """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
+    generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
+    rate, sampled return]); None after a stop"""
     result = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, stop)
     if result is not None and args.eval_sampled:
         sampled = evaluate(actor, eval_envs, args.eval_episodes, agent_ids, device, stop, generator)
