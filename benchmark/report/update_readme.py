@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import largest_fall, whole  # noqa: E402
+import gpu_suite_table  # noqa: E402  (the GPU measurements' tables)
 import lbf_rware  # noqa: E402  (its table: the LBF and RWARE results)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -740,6 +741,7 @@ GENERATORS.update(async_learning=async_learning, async_throughput=async_throughp
 GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_rows=acting_rows, vmas=vmas)
 GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures, default_budget=default_budget)
 GENERATORS.update(compile_speed=compile_speed, setting_cost=setting_cost, lbf_rware=lbf_rware.table)
+GENERATORS.update(gpu_table=gpu_suite_table.gpu_table, async_scaling_table=gpu_suite_table.async_scaling_table)
 BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 IMAGE = re.compile(r"\]\((benchmark/results/[^)\s]+\.png)\)")
