@@ -471,9 +471,10 @@ def test_lost_clients_the_run_goes_on_to_its_total(tmp_path):
 
 def test_a_killed_learner_takes_its_clients_down(tmp_path):
     """kill -9 of the learner mid-run: its env clients, started apart as on other hosts, exit within their timeout
-    with one line each"""
+    with one line each, and the checkpoint of its last whole update (--save-interval 1) loads with its counters"""
     net = ["--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--client-timeout", "20"]
     flags = ["--env-id", "simple_spread_v3", "--no-cuda", "--num-envs", "4", "--num-steps", "25", "--eval-interval", "0"]
+    flags += ["--save-interval", "1"]
     cmd = [sys.executable, str(ROOT / SCRIPT)]
     learner = subprocess.Popen([*cmd, "--role", "learner", *net, *flags], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     clients = [
@@ -492,3 +493,6 @@ def test_a_killed_learner_takes_its_clients_down(tmp_path):
             p.kill()
     assert [c.returncode for c in clients] == [1, 1], errs
     assert all("stopped, the learner is gone" in err and "Traceback" not in err for err in errs), errs
+    [run] = run_dirs(tmp_path)
+    ckpt = torch.load(Path(run) / f"{SCRIPT[:-3]}.pt", weights_only=True)  # written whole or not at all
+    assert ckpt["iteration"] >= 2 and ckpt["global_step"] == 100 * ckpt["iteration"]  # 4 envs x 25 steps an update
