@@ -1299,7 +1299,7 @@ SMAC_MAP_PRESETS = {
     **{m: dict(update_epochs=5) for m in ("6h_vs_8z", "corridor")},
     "MMM2": dict(update_epochs=5, num_minibatches=2, gain=1.0),
 }
-# --setting tuned: per hard map, the values whose runs ended above every anchor there
+# --setting tuned: per hard map, the values whose runs ended at or above every anchor there
 # (benchmark/results/README.md, "The hard SMAX maps"); Table 12's on the other maps, where they
 # did. On 10m_vs_11m the values of Mava's SMAX sweep (rec_mappo.yaml at 82583ba: its one config
 # for every map, which fell below Table 12's on 5m_vs_6m and 3s5z_vs_3s6z); on 3s5z_vs_3s6z and

@@ -40,7 +40,7 @@
 #           death masking). First run on 10m_vs_11m (the runs of seeds 1-3 there name --setting tuned, which then
 #           meant these values on every map) -> .../smax_hard_10m_mavacfg
 #   tuned:  the named setting (mappo_rnn.py --setting tuned; README.md's hard-map table), run only when SETTINGS names
-#           it: per hard map the values whose runs ended above every anchor, Table 12's elsewhere. On the hard maps it has
+#           it: per hard map the values whose runs ended at or above every anchor, Table 12's elsewhere. On the hard maps it has
 #           the flags of another setting (tests/test_mappo_rnn.py): mavacfg on 10m_vs_11m, ent0 on 3s5z_vs_3s6z and
 #           27m_vs_30m, paper on 5m_vs_6m, whose runs are linked into its kept/ (tuned_links), not run twice. Its own runs:
 #           the three 10M maps of smax_10m.sh (3s5z, 3s_vs_5z, 6h_vs_8z; Table 12's values) -> .../smax_hard_10m_tuned
