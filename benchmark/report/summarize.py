@@ -64,8 +64,9 @@ def bootstrap_mean_ci(x, reps: int = 2000, seed: int = 0) -> tuple:
 
 
 def env_family(env_id: str) -> str:
-    """smaclite, mpe, hanabi, vmas or smax: the scripts' backend for env_id"""
+    """smaclite, mpe, hanabi, vmas, generic (pz/, gym/: LBF, RWARE) or smax: the scripts' backend for env_id"""
     prefixes = {"smaclite/": "smaclite", "simple_": "mpe", "hanabi": "hanabi", "vmas/": "vmas"}
+    prefixes.update({"pz/": "generic", "gym/": "generic"})
     return next((family for prefix, family in prefixes.items() if env_id.startswith(prefix)), "smax")
 
 
