@@ -374,9 +374,10 @@ def test_checkpointed_run_stops_and_goes_on_to_the_rows_of_one_run(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
 
     resumed = []
+    handler = signal.getsignal(signal.SIGINT)  # Python's, or SIG_IGN where a shell started the tests in the background
     done = runner.run_in_sittings(args, toy_baseline(log_then_stop), config, seed, None, resumed.append)
     assert done == 2 and resumed == [] and [r["update"] for r in first.rows] == [0, 1]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+    assert signal.getsignal(signal.SIGINT) is handler  # the handler is given back
 
     second = runner.Recorder(args, config, seed, updates, 100)
     done = runner.run_in_sittings(args, toy_baseline(second.log), config, seed, None, second.resume)

@@ -149,12 +149,13 @@ def mava(results: str) -> dict:
 
 STYLES = {"ours": "-", "ours, not finished": ":", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
 PALETTE = [f"C{i}" for i in range(10)] + ["black", "goldenrod", "navy", "maroon", "teal", "slateblue"]
+PALETTE += ["olive", "darkorange", "crimson", "darkgreen"]
 
 
 def line_styles(groups: dict) -> dict:
     """implementation -> {label: side} -> label -> (colour, line style). Each side has a colour of its own, the same
     on every row: the order of OURS, JAXMARL_FOLDERS and MAVA_FOLDERS, then any other label (while there are no more
-    sides than PALETTE's 16 colours). A run of ours not finished takes its setting's colour, dotted"""
+    sides than PALETTE's 20 colours). A run of ours not finished takes its setting's colour, dotted"""
     setting = {label: label.rsplit(", seed ", 1)[0] for label in groups.get("ours, not finished", {})}  # our_label
     catalog = [our_label(name) for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
     labels = [label for sides in groups.values() for label in sides if label not in setting] + list(setting.values())
