@@ -812,7 +812,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
 
         # acted by the server while the learner trained on the last one; envs (E,): the env indices in it, all but a
         # lost client's, no more than the budget has steps left for
-        collected = acting.rollout(run, device, max_envs=(run.total - run.global_step) // T)
+        # at least one split's envs: a run resumed with another --num-steps may have less than T steps per env left
+        max_envs = max((run.total - run.global_step) // T, layout["obs"][0])
+        collected = acting.rollout(run, device, max_envs)
         if collected is None:
             break
         host, actions, logprobs, out, actor_hs, versions, finished, envs = collected  # actor_hs (T,E,A,H) entering each step
@@ -1759,7 +1761,8 @@ def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] =
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo listens on the loopback interface only
     keys, deadline = [f"joined/{r}" for r in range(args.num_clients + 1)], time.time() + args.client_timeout
     rejoin = "gloo's group is fixed once formed: restart the run from its checkpoint (--resume) to use this client again"
-    check(store.add(keys[rank], 1) == 1, f"rank {rank} has joined this run already; {rejoin}")
+    check(not store.check(["formed"]), f"rank {rank}: this run's group has formed already; {rejoin}")
+    store.set(keys[rank], "1")  # before the group forms, a client started again takes its place
     while not store.check(keys):
         for c, proc in enumerate(procs):
             check(proc.poll() is None, f"env client {c + 1} exited with status {proc.returncode} before the rendezvous")
@@ -1768,6 +1771,7 @@ def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] =
         check(time.time() < deadline, f"{joined} within --client-timeout {args.client_timeout:g} s")
         time.sleep(0.05)
     tdist.init_process_group("gloo", store=store, rank=rank, world_size=len(keys), timeout=datetime.timedelta(days=1))
+    store.set("formed", "1")
 
 
 def client(args: Args):

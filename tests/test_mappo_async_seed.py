@@ -453,7 +453,7 @@ def test_lost_clients_the_run_goes_on_to_its_total(tmp_path):
     assert learner.returncode == 0, err[-3000:]
     assert [p.returncode for p in procs] == [-9, 1, 0]
     assert "env client 2: stopped, the learner is unreachable" in client_outs[0][1]
-    assert "error: rank 3 has joined this run already" in client_outs[2][1] and refused[0].returncode == 2
+    assert "error: rank 3: this run's group has formed already" in client_outs[2][1] and refused[0].returncode == 2
     assert "runs another run: its --env-id is simple_spread_v3, this client's 3m" in client_outs[3][1]
     assert refused[1].returncode == 2 and "Traceback" not in err + client_outs[2][1] + client_outs[3][1]
     assert "warning: env client 1: connection lost" in err and f"warning: env client 2 sent nothing for {timeout} s" in err
