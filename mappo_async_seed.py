@@ -834,8 +834,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
             # episode where step t-1 ended one: derived from the dones, so the ratio test also checks the server's resets
             done = b["terminated"] | b["truncated"]  # (T,E)
             starts = torch.cat([start[envs][None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
-            values, critic_out = critic.value(state, critic_h[envs], starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
-            critic_hs = torch.cat([critic_h[envs][None], critic_out[:-1]])  # (T,E,A,H) entering step t
+            h0 = critic_h[envs]  # (E,A,H) this rollout's envs' critic states, one gather
+            values, critic_out = critic.value(state, h0, starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
+            critic_hs = torch.cat([h0[None], critic_out[:-1]])  # (T,E,A,H) entering step t
             final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
             critic_h[envs], start[envs] = critic_out[-1], done[-1]  # carried into the next rollout
             advantages, returns = compute_gae(

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import BAND, load, plot_mean  # noqa: E402
+from summarize import BAND, checkpoint_history, load, plot_mean  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 OURS = {
@@ -84,22 +84,17 @@ def ours(results: str) -> dict:
 def ours_unfinished(results: str) -> dict:
     """Our runs that go on in sittings (27m_vs_30m), from the checkpoints committed in each settings folder's kept/:
     label (setting, seed and how far it is) -> map -> score -> [(steps, win rates)], one run per label"""
-    import torch
-
     out = {}
     for folder, setting in OURS.items():
         for path in sorted(glob.glob(os.path.join(results, folder, "kept", "*.pt"))):
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
-            batch = ckpt["args"]["num_envs"] * ckpt["args"]["num_steps"]  # env steps a rollout: the run trains whole ones
-            if ckpt["global_step"] >= ckpt["args"]["total_timesteps"] // batch * batch:  # finished: ours() has its summary
+            head, evals = checkpoint_history(path)  # (evaluations, 7)
+            if head["global_step"] >= head["budget"]:  # finished: ours() has its summary
                 continue
-            # (evaluations, 7): step, greedy win rate, return, wall time, training win rate, sampled win rate, return
-            evals = np.array([list(e) + [np.nan] * (7 - len(e)) for e in ckpt["evals"]]).reshape(-1, 7)  # older: 5
-            label = f"{our_label(setting)}, seed {ckpt['args']['seed']}, not finished: {ckpt['global_step'] / 1e6:.1f}M"
+            label = f"{our_label(setting)}, seed {head['seed']}, not finished: {head['global_step'] / 1e6:.1f}M"
             for score, column in {"greedy eval": 1, "sampled eval": 5, "training episodes": 4}.items():
                 x, y = evals[~np.isnan(evals[:, column])][:, [0, column]].T  # NaN: not logged (no --eval-sampled)
                 if len(x):
-                    out.setdefault(label, {}).setdefault(ckpt["args"]["env_id"], {})[score] = [(x, smooth(y))]
+                    out.setdefault(label, {}).setdefault(head["env_id"], {})[score] = [(x, smooth(y))]
     return out
 
 

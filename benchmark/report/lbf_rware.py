@@ -29,7 +29,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from summarize import MIN_SEEDS_FOR_INTERVALS, bootstrap_mean_ci, plot_mean, supported  # noqa: E402
+from summarize import MIN_SEEDS_FOR_INTERVALS, bootstrap_mean_ci, checkpoint_history, plot_mean, started  # noqa: E402
+from summarize import supported  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(HERE), "results")
 # benchmark/lbf_rware.sh's defaults (LBF_TASKS, RWARE_TASKS, their budgets, SEEDS, EPYMARL_TASKS): task -> budget
@@ -67,22 +68,13 @@ def curve(steps, values):
 
 def read_ours(path: str):
     """One run of ours -> {task, seed, env_steps, budget, finished, sampled, greedy}, the two scores as curve()'s; from
-    its eval_summary.json (runs/<name>/, or kept/<name>.json.gz) or its checkpoint (kept/<name>.pt, runs/<name>/*.pt);
-    None where unreadable."""
+    its kept summary (kept/<name>.json.gz) or its kept checkpoint (kept/<name>.pt); None where unreadable."""
     if path.endswith(".pt"):
-        import torch
-
         try:
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            head, rows = checkpoint_history(path)  # (evaluations, 7): step, ..., return at 2, sampled return at 6
         except Exception as e:  # a checkpoint being replaced, or not one
             print(f"left out, unreadable: {path}: {e}")
             return None
-        args = ckpt["args"]
-        batch = args["num_envs"] * args["num_steps"]  # env steps a rollout: the run trains whole ones
-        head = dict(env_id=args["env_id"], seed=args["seed"], global_step=ckpt["global_step"])
-        head["budget"] = args["total_timesteps"] // batch * batch
-        # step, greedy win rate, return, wall time, training score, sampled win rate, return (older runs: 5 columns)
-        rows = np.array([list(e) + [math.nan] * (7 - len(e)) for e in ckpt["evals"]], float).reshape(-1, 7)
         steps, greedy, sampled = rows[:, 0], rows[:, 2], rows[:, 6]
     else:
         with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
@@ -99,20 +91,6 @@ def read_ours(path: str):
         greedy=curve(steps, greedy),
         sampled=curve(steps, sampled),
     )
-
-
-def run_name(path: str) -> str:
-    """runs/<name>/eval_summary.json, runs/<name>/<script>.pt, kept/<name>.json.gz or kept/<name>.pt -> <name>"""
-    folder, name = os.path.split(path)
-    if os.path.basename(folder) == "kept":
-        return name.removesuffix(".json.gz").removesuffix(".pt")
-    return os.path.basename(folder)
-
-
-def started(path: str) -> int:
-    """The start time in a run's name (0 if it has none)"""
-    tail = run_name(path).split("__")[-1]
-    return int(tail) if tail.isdigit() else 0
 
 
 def by_task(runs: dict) -> dict:

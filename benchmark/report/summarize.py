@@ -113,10 +113,28 @@ def largest_fall(evals, key: str = "win_rate", window: int = 500_000):
 
 
 def run_name(path: str) -> list:
-    """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json or kept/<the same>.json.gz -> [env, script, seed,
-    unix time]"""
-    name = os.path.basename(path).removesuffix(".json.gz") if path.endswith(".gz") else os.path.basename(os.path.dirname(path))
+    """runs/<env>__<script>__<seed>__<unix time>/eval_summary.json, or kept/<the same>.json.gz (.pt: a run under way)
+    -> [env, script, seed, unix time]"""
+    if path.endswith((".json.gz", ".pt")):
+        name = os.path.basename(path).removesuffix(".json.gz").removesuffix(".pt")
+    else:
+        name = os.path.basename(os.path.dirname(path))
     return name.split("__")
+
+
+def checkpoint_history(path: str) -> tuple[dict, np.ndarray]:
+    """A kept checkpoint of a run under way -> its head (env_id, seed, global_step, budget: whole rollouts) and its
+    evaluations (n,7): step, greedy win rate, return, wall time, training score, sampled win rate, return (an older
+    run's 5 columns padded with NaN)"""
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    args = ckpt["args"]
+    batch = args["num_envs"] * args["num_steps"]  # env steps a rollout: the run trains whole ones
+    head = dict(env_id=args["env_id"], seed=args["seed"], global_step=ckpt["global_step"])
+    head["budget"] = args["total_timesteps"] // batch * batch
+    evals = np.array([list(e) + [np.nan] * (7 - len(e)) for e in ckpt["evals"]], float).reshape(-1, 7)
+    return head, evals
 
 
 def results_folder(path: str) -> str:
