@@ -1,21 +1,24 @@
 # ippo.py: IPPO, MAPPO with a decentralised critic (local observation). Diff base: mappo.py. Details: README.md#ippopy
 # Args, env adapters, networks, rollout, GAE, update, evaluation, training loop; then env backends and plumbing.
-# ruff: noqa: E402 (the imports come after the early stop handler and the settings JAX reads when imported)
+# ruff: noqa: E402 (imports come after the early stop handler and the settings JAX reads)
 import os
 import signal
 import sys
 
-if __name__ == "__main__":  # a stop before training starts (imports, envs, compiling): one line and exit 130, no traceback
+# a stop before training starts (imports, envs, compiling): one line and exit 130, no traceback
+if __name__ == "__main__":
 
     def stop_before_training(signum, frame):
-        print(f"stopped ({signal.Signals(signum).name}) before training started: nothing to save", file=sys.stderr)
+        name = signal.Signals(signum).name
+        print(f"stopped ({name}) before training started: nothing to save", file=sys.stderr)
         raise SystemExit(130)
 
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+    # also where a shell started us with SIGINT ignored (cmd &)
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, stop_before_training)
 
-# JAX (SMAX, Hanabi) runs on the CPU, so torch has the GPU to itself; --env-on-device lets JAX use the GPU too ("": its
-# default). Either way JAX never reserves GPU memory up front.
+# JAX (SMAX, Hanabi) runs on the CPU, so torch has the GPU to itself; --env-on-device lets JAX
+# use the GPU too ("": its default). Either way JAX never reserves GPU memory up front.
 os.environ["JAX_PLATFORMS"] = "" if {"--env-on-device", "--env_on_device"} & set(sys.argv) else "cpu"
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 
@@ -53,62 +56,108 @@ class Args:
     """
 
     # experiment
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]  # name of this experiment, part of the run name
-    seed: int = 1  # of random, numpy, torch, the envs (env i: seed + i; SMAX: one key)
-    torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
-    cuda: bool = True  # train on the GPU when CUDA is available
-    compile: bool = False  # torch.compile the update's losses (GPU: CUDA graphs) [ours]
-    track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
-    wandb_project_name: str = "cleanmappo"  # the W&B project
-    wandb_entity: Optional[str] = None  # the W&B entity (team)
-    save_model: bool = False  # checkpoint runs/{run_name}/{exp_name}.pt at the end
-    save_interval: int = 0  # also every N updates, so that a killed run can --resume (0: off)
-    resume: Optional[str] = None  # go on with this checkpoint's run: its args, then your flags
-    eval_only: Optional[str] = None  # evaluate this checkpoint's policy (greedy) and exit
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment, part of the run name"""
+    seed: int = 1
+    """of random, numpy, torch, the envs (env i: seed + i; SMAX: one key)"""
+    torch_deterministic: bool = True
+    """sets `torch.backends.cudnn.deterministic`"""
+    cuda: bool = True
+    """train on the GPU when CUDA is available"""
+    compile: bool = False
+    """torch.compile the update's losses (GPU: CUDA graphs) [ours]"""
+    track: bool = False
+    """log to Weights and Biases (tensorboard is always written to runs/)"""
+    wandb_project_name: str = "cleanmappo"
+    """the W&B project"""
+    wandb_entity: Optional[str] = None
+    """the W&B entity (team)"""
+    save_model: bool = False
+    """checkpoint runs/{run_name}/{exp_name}.pt at the end"""
+    save_interval: int = 0
+    """also every N updates, so that a killed run can --resume (0: off)"""
+    resume: Optional[str] = None
+    """go on with this checkpoint's run: its args, then your flags"""
+    eval_only: Optional[str] = None
+    """evaluate this checkpoint's policy (greedy) and exit"""
 
     # env
-
-    # SMAX (3m, ...), smaclite/<map>, MPE (simple_spread_v3[_continuous], ...), hanabi, vmas/<task>; any other env:
-    # pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's multi-agent convention) [ours]
     env_id: str = "3m"
-    num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
-    num_steps: int = 400  # steps per env per rollout [MAPPO: 400 SMAC (Table 6), 25 MPE (Table 5)]
-    total_timesteps: int = 10_000_000  # env steps, in whole rollouts [MAPPO: 10M SMAC (Section 5)]
-    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: 1; ours: 5 on smaclite]
-    eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
-    eval_sampled: bool = False  # then as many with sampled actions (Mava's SMAX metric) [ours]
-    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
-    num_stacked_frames: int = 1  # stacked observations [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
-    env_on_device: bool = False  # SMAX, Hanabi, VMAS step on the training device (GPU) [ours]
-    paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 and 128]
-    team_reward: Literal["sum", "mean"] = "sum"  # pz/, gym/: of agents' rewards [ours: EPyMARL's]
+    """SMAX map, smaclite/<map>, MPE task, hanabi, vmas/<task>, pz/<module>:<callable>, gym/<id> [ours]"""
+    num_envs: int = 8
+    """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
+    num_steps: int = 400
+    """steps per env per rollout [MAPPO: 400 SMAC (Table 6), 25 MPE (Table 5)]"""
+    total_timesteps: int = 10_000_000
+    """env steps, in whole rollouts [MAPPO: 10M SMAC (Section 5)]"""
+    eval_interval: int = 1
+    """evaluate every N updates, 0 never [MAPPO: 1; ours: 5 on smaclite]"""
+    eval_episodes: int = 32
+    """greedy episodes per evaluation [MAPPO: 32 test games]"""
+    eval_sampled: bool = False
+    """then as many with sampled actions (Mava's SMAX metric) [ours]"""
+    num_workers: int = 0
+    """smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]"""
+    num_stacked_frames: int = 1
+    """stacked observations [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]"""
+    env_on_device: bool = False
+    """SMAX, Hanabi, VMAS step on the training device (GPU) [ours]"""
+    paper_preset: bool = False
+    """hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 and 128]"""
+    team_reward: Literal["sum", "mean"] = "sum"
+    """pz/, gym/: of agents' rewards [ours: EPyMARL's]"""
 
     # algorithm
-    learning_rate: float = 5e-4  # actor's [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
-    critic_learning_rate: float = 5e-4  # critic learning rate [MAPPO: same as the actor's]
-    anneal_lr: bool = False  # linearly anneal both learning rates to 0 [MAPPO: off]
-    gamma: float = 0.99  # discount [MAPPO: 0.99 (Table 3)]
-    gae_lambda: float = 0.95  # GAE lambda [MAPPO: 0.95 (Table 3)]
-    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1 (Suggestion 3); 2 MMM2 (Table 12)]
-    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy, 10 or 5 hard maps (Table 12)]
-    norm_adv: bool = True  # normalise advantages over the batch's active agent-steps [MAPPO: on]
-    clip_coef: float = 0.2  # PPO ratio clip [MAPPO: 0.2 (Table 3)]
-    clip_vloss: bool = True  # clip the value's change by clip-coef [MAPPO: 0.2 (Table 3)]
-    ent_coef: float = 0.01  # entropy bonus [MAPPO: 0.01]
-    vf_coef: float = 1.0  # value loss weight [MAPPO: 1, separate actor and critic optimisers]
-    max_grad_norm: float = 10.0  # gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]
-    use_huber: bool = True  # Huber value loss; off: squared error [MAPPO: Huber (Table 3)]
-    huber_delta: float = 10.0  # Huber delta [MAPPO: 10 (Table 3)]
-    use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
-    hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
-    num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
-    activation: Literal["relu", "tanh"] = "relu"  # [MAPPO: ReLU; Tanh spread, speaker (Table 11)]
-    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: on (Table 3)]
-    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]
-    death_masking: bool = True  # a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]
-    policy_active_masks: bool = True  # dead agents' steps out of policy loss, entropy [MAPPO: on]
-    value_active_masks: bool = False  # dead agents' steps out of value loss [MAPPO: off, script]
-    acting_rows_only: bool = False  # hanabi: train on the mover's rows [MAPPO: its code]
+    learning_rate: float = 5e-4
+    """actor's [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]"""
+    critic_learning_rate: float = 5e-4
+    """critic learning rate [MAPPO: same as the actor's]"""
+    anneal_lr: bool = False
+    """linearly anneal both learning rates to 0 [MAPPO: off]"""
+    gamma: float = 0.99
+    """discount [MAPPO: 0.99 (Table 3)]"""
+    gae_lambda: float = 0.95
+    """GAE lambda [MAPPO: 0.95 (Table 3)]"""
+    num_minibatches: int = 1
+    """mini-batches per epoch [MAPPO: 1 (Suggestion 3); 2 MMM2 (Table 12)]"""
+    update_epochs: int = 15
+    """PPO epochs per rollout [MAPPO: 15 easy, 10 or 5 hard maps (Table 12)]"""
+    norm_adv: bool = True
+    """normalise advantages over the batch's active agent-steps [MAPPO: on]"""
+    clip_coef: float = 0.2
+    """PPO ratio clip [MAPPO: 0.2 (Table 3)]"""
+    clip_vloss: bool = True
+    """clip the value's change by clip-coef [MAPPO: 0.2 (Table 3)]"""
+    ent_coef: float = 0.01
+    """entropy bonus [MAPPO: 0.01]"""
+    vf_coef: float = 1.0
+    """value loss weight [MAPPO: 1, separate actor and critic optimisers]"""
+    max_grad_norm: float = 10.0
+    """gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]"""
+    use_huber: bool = True
+    """Huber value loss; off: squared error [MAPPO: Huber (Table 3)]"""
+    huber_delta: float = 10.0
+    """Huber delta [MAPPO: 10 (Table 3)]"""
+    use_popart: bool = True
+    """PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]"""
+    hidden_dim: int = 64
+    """width of the hidden layers [MAPPO: 64 (Tables 5, 6)]"""
+    num_layers: int = 2
+    """hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]"""
+    activation: Literal["relu", "tanh"] = "relu"
+    """[MAPPO: ReLU; Tanh spread, speaker (Table 11)]"""
+    use_feature_norm: bool = True
+    """LayerNorm on the network inputs [MAPPO: on (Table 3)]"""
+    gain: float = 0.01
+    """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]"""
+    death_masking: bool = True
+    """a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]"""
+    policy_active_masks: bool = True
+    """dead agents' steps out of policy loss, entropy [MAPPO: on]"""
+    value_active_masks: bool = False
+    """dead agents' steps out of value loss [MAPPO: off, script]"""
+    acting_rows_only: bool = False
+    """hanabi: train on the mover's rows [MAPPO: its code]"""
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -150,8 +199,10 @@ class FrameStack:
 
     def reset(self) -> dict:
         out = self.envs.reset()
-        E, A, O = out["obs"].shape
-        self.stack = self._push(np.zeros((E, A, self.k, O), np.float32), out["obs"])
+        E = self.num_envs
+        A = self.num_agents
+        empty = np.zeros((E, A, self.k, self.envs.obs_dim), np.float32)
+        self.stack = self._push(empty, out["obs"])
         return dict(out, obs=self.stack.reshape(E, A, -1))
 
     def step(self, actions: np.ndarray) -> dict:
@@ -159,8 +210,8 @@ class FrameStack:
         final = self._push(self.stack, out["final_obs"])  # what this step observed, before any reset
         new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]  # (E,1,1,1)
         self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
-        E, A = self.num_envs, self.num_agents
-        return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
+        per_agent = (self.num_envs, self.num_agents, -1)
+        return dict(out, obs=self.stack.reshape(per_agent), final_obs=final.reshape(per_agent))
 
     def close(self):
         self.envs.close()
@@ -173,10 +224,12 @@ def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
 
 
 def critic_input(obs, env_state, alive, agent_ids, death_masking: bool) -> torch.Tensor:
-    """obs (...,A,O), env_state (...,S_env) unused, alive (...,A) bool, agent_ids (A,A) -> local critic input (...,A,O+A)"""
-    if death_masking:  # as in mappo.py: a dead agent's critic input is zeros + its agent id
+    """obs (...,A,O), env_state (...,S_env) unused, alive (...,A) bool, agent_ids (A,A)
+    -> the local critic input (...,A,O+A): IPPO's critic sees what the actor sees"""
+    if death_masking:
+        # as in mappo.py: a dead agent's critic input is zeros + its agent id
         obs = obs * alive.unsqueeze(-1).to(obs.dtype)
-    return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)  # IPPO: the critic sees what the actor sees
+    return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
 
 
 def layer_init(layer: nn.Linear, gain: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
@@ -203,7 +256,8 @@ class DiagGaussian:
     adapter clips what it sends, the log-probability is the sample's."""
 
     def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
-        self.mean, self.log_std = mean, log_std.expand_as(mean)  # (...,U)
+        self.mean = mean  # (...,U)
+        self.log_std = log_std.expand_as(mean)  # (...,U)
 
     def sample(self, generator: Optional[torch.Generator] = None) -> torch.Tensor:
         like = dict(device=self.mean.device, dtype=self.mean.dtype)
@@ -231,10 +285,11 @@ def policy(out: torch.Tensor, avail: torch.Tensor, log_std: Optional[torch.Tenso
 class Actor(nn.Module):
     """MLP -> policy head (MAPPO Appendix A)"""
 
-    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01,
-                 continuous=False):  # fmt: skip
+    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu",
+                 use_feature_norm=True, gain=0.01, continuous=False):  # fmt: skip
         super().__init__()
-        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None  # std 1 at the start, as MAPPO's
+        # continuous actions: a learned log std, std 1 at the start as in the MAPPO code
+        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
@@ -254,49 +309,67 @@ class Critic(nn.Module):
         return self.popart(self.body(x)).squeeze(-1)  # (...,) normalised value
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.popart.denormalize(self.forward(x).unsqueeze(-1)).squeeze(-1)  # (...,) in return units
+        """(...,) in return units"""
+        return self.popart.denormalize(self.forward(x).unsqueeze(-1)).squeeze(-1)
 
 
 # ===================================== ALGO LOGIC: rollout ========================================
 @torch.no_grad()
 def rollout(envs, actor, out: dict, num_steps: int, agent_ids, device, episodes: dict, stop: list):
-    """num_steps steps of every env with the current policy, from `out`, the envs' last outputs. Returns what each step
-    saw (obs, env_state, avail, alive) and gave (reward, terminated, truncated, final_*) stacked (T,E,...) where the
-    envs gave them (the host; the device with --env-on-device), the actions and logprobs (T,E,A) on the device, the
-    envs' last outputs and the seconds spent in the envs; None on a stop (Ctrl-C or SIGTERM: `stop`, Run.stop's list,
-    not empty). `episodes`: each env's running return and length, and the (return, length, won) of every episode that
-    ended, added at the rollout's end."""
-    steps, actions, logprobs, ends, env_time = [], [], [], [], 0.0
+    """num_steps steps of every env with the current policy, from `out`, the envs' last outputs.
+    Returns (seen, out, env_time):
+    - seen: what each step saw (obs, env_state, avail, alive) and gave (reward, terminated,
+      truncated, final_*), stacked (T,E,...) where the envs gave them (the host; the device with
+      --env-on-device), and the actions and logprobs (T,E,A) on the device; None after a stop
+      (Ctrl-C or SIGTERM: `stop`, Run.stop's list, not empty), the partial rollout dropped;
+    - out: the envs' last outputs; env_time: the seconds spent in the envs.
+    `episodes`: each env's running return and length, and the (return, length, won) of every
+    episode that ended, added at the rollout's end."""
+    steps = []
+    ends = []
+    env_time = 0.0
     for step in range(num_steps):
-        if stop:  # the partial rollout is dropped
-            return None
-        obs, avail = torch.as_tensor(out["obs"], device=device), torch.as_tensor(out["avail"], device=device)
-        dist = policy(actor(actor_input(obs, agent_ids)), avail, actor.log_std)  # all envs and agents in one forward
+        if stop:
+            return None, out, env_time
+        obs = torch.as_tensor(out["obs"], device=device)  # (E,A,O)
+        avail = torch.as_tensor(out["avail"], device=device)  # (E,A,U)
+        # all envs and agents in one forward
+        dist = policy(actor(actor_input(obs, agent_ids)), avail, actor.log_std)
         action = dist.sample()  # (E,A), continuous: (E,A,U)
-        actions.append(action)
-        logprobs.append(dist.log_prob(action))
         steps.append({k: out[k] for k in ("obs", "env_state", "avail", "alive")})
+        steps[-1].update(actions=action, logprobs=dist.log_prob(action))
 
         # TRY NOT TO MODIFY: execute the game and log data
         env_start = time.time()
-        out = envs.step(action if torch.is_tensor(out["obs"]) else action.cpu().numpy())  # a device env takes tensors
+        # a device env takes tensors
+        out = envs.step(action if torch.is_tensor(out["obs"]) else action.cpu().numpy())
         env_time += time.time() - env_start
-        steps[-1].update({k: out[k] for k in ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")})
-        done = out["terminated"] | out["truncated"]  # (E,) where the envs gave it: no copy to the host per step
-        episodes["return"], episodes["length"] = episodes["return"] + out["reward"], episodes["length"] + 1
-        ends.append((done, episodes["return"], episodes["length"], out["won"]))
-        episodes["return"], episodes["length"] = episodes["return"] * ~done, episodes["length"] * ~done
-    done, returns, lengths, won = (on_host(stack(x)) for x in zip(*ends))  # (T,E) each, one copy per rollout
-    episodes["finished"] += zip(returns[done], lengths[done], won[done])  # in the order the episodes ended
-    seen = {k: stack([s[k] for s in steps]) for k in steps[0]}  # (T,E,...) each, where the envs gave them
-    return seen, torch.stack(actions), torch.stack(logprobs), out, env_time
+        gave = ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")
+        steps[-1].update({k: out[k] for k in gave})
+        # (E,) where the envs gave it: no copy to the host per step
+        done = out["terminated"] | out["truncated"]
+        # new arrays, not in place: `ends` keeps each step's
+        episodes["return"] = episodes["return"] + out["reward"]
+        episodes["length"] = episodes["length"] + 1
+        ends.append(dict(done=done, won=out["won"]))
+        ends[-1].update(returns=episodes["return"], lengths=episodes["length"])
+        episodes["return"] = episodes["return"] * ~done
+        episodes["length"] = episodes["length"] * ~done
+    # (T,E) each, one copy to the host per rollout
+    ended = {k: on_host(stack([e[k] for e in ends])) for k in ends[0]}
+    done = ended["done"]
+    # in the order the episodes ended
+    episodes["finished"] += zip(ended["returns"][done], ended["lengths"][done], ended["won"][done])
+    seen = {k: stack([s[k] for s in steps]) for k in steps[0]}  # (T,E,...) each
+    return seen, out, env_time
 
 
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
     """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool,
-    final_values (T,E,A) -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
-    final observation; after a termination it does not bootstrap at all."""
+    final_values (T,E,A) -> advantages, returns (T,E,A). After a truncation the target
+    bootstraps from the value of the episode's final observation; after a termination it does
+    not bootstrap at all."""
     T = rewards.shape[0]
     advantages = torch.zeros_like(values)
     lastgaelam = torch.zeros_like(next_value)
@@ -332,8 +405,9 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 
 def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
-    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come with them: the part of
-    the update that --compile compiles (backward and optimiser steps stay eager)"""
+    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come
+    with them: the part of the update that --compile compiles (backward and optimiser steps stay
+    eager)"""
     dist = policy(actor(mb["obs"]), mb["avail"], actor.log_std)  # Suggestion 4: action masks
     logratio = dist.log_prob(mb["actions"]) - mb["logprobs"]
     ratio = logratio.exp()
@@ -346,10 +420,11 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 
     # Value loss, on PopArt-normalised values, clipped around the rollout's value
     newvalue = critic(mb["state"])
-    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
+    huber = (args.use_huber, args.huber_delta)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], *huber)
     if args.clip_vloss:
-        v_clipped = mb["values"] + torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
-        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
+        v_change = torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss_clipped = value_error(mb["values"] + v_change - mb["returns"], *huber)
         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
     v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
 
@@ -360,13 +435,15 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
         clipfrac = masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb["policy_mask"])
         ratio_dev = (ratio - 1.0).abs().max()
     losses = dict(policy_loss=pg_loss, entropy=entropy_loss, value_loss=v_loss)
-    return dict(losses, old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac, ratio_dev=ratio_dev)
+    losses.update(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac)
+    return dict(losses, ratio_dev=ratio_dev)
 
 
 def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
-    """PPO epochs over the flat batch of B = T*E*A agent-steps [MAPPO Suggestion 3: few epochs, one mini-batch].
-    b: obs (B,O+A), state (B,S), avail (B,U), alive (B,), actions, logprobs, advantages (B,), and the returns and old
-    values (B,), PopArt-normalised. losses_of: ppo_losses, or its compiled version. Returns the statistics to log."""
+    """PPO epochs over the flat batch of B = T*E*A agent-steps [MAPPO Suggestion 3: few epochs,
+    one mini-batch]. b: obs (B,O+A), state (B,S), avail (B,U), alive (B,), actions, logprobs,
+    advantages (B,), and the returns and old values (B,), PopArt-normalised. losses_of:
+    ppo_losses, or its compiled version. Returns the statistics to log."""
     b = dict(b)
     if args.norm_adv:  # over the active agent-steps only
         active_adv = b["advantages"][b["alive"]] if b["alive"].any() else b["advantages"]
@@ -377,7 +454,8 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
     B = b["advantages"].shape[0]
     minibatch_size = math.ceil(B / args.num_minibatches)  # agent-steps
-    clipfracs, first_ratio_dev = [], 0.0
+    clipfracs = []
+    first_ratio_dev = 0.0
     for epoch in range(args.update_epochs):
         b_inds = torch.randperm(B, device=b["advantages"].device)
         for start in range(0, B, minibatch_size):
@@ -397,17 +475,20 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
             actor_optimizer.step()
             critic_optimizer.step()
 
-    last = {k: losses[k] for k in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")}
-    stats = {f"losses/{k}": v.item() for k, v in dict(last, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm).items()}
+    logged = ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")
+    last = {k: losses[k] for k in logged}
+    last.update(grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
+    stats = {f"losses/{k}": v.item() for k, v in last.items()}
     stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/clipfrac": np.mean(clipfracs)})
     return stats
 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
-    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
-    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C)."""
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple]:
+    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first
+    ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
+    return); None on a stop (Ctrl-C)."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
@@ -415,8 +496,9 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     while min(len(r) for r in results) < per_env:
         if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
-        logits = actor(actor_input(torch.as_tensor(nxt["obs"], device=device), agent_ids))  # (E,A,U)
-        dist = policy(logits, torch.as_tensor(nxt["avail"], device=device), actor.log_std)  # (E,A,U)
+        obs = torch.as_tensor(nxt["obs"], device=device)  # (E,A,O)
+        avail = torch.as_tensor(nxt["avail"], device=device)  # (E,A,U)
+        dist = policy(actor(actor_input(obs, agent_ids)), avail, actor.log_std)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action if torch.is_tensor(nxt["obs"]) else action.cpu().numpy())
         done = nxt["terminated"] | nxt["truncated"]  # (E,) where the envs gave it
@@ -431,7 +513,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple]:
     """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
     generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
     rate, sampled return]); None after a stop"""
@@ -450,17 +532,21 @@ def train(args: Args, ckpt: Optional[dict] = None):
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    check(not args.acting_rows_only or env_backend(args.env_id) is HanabiVecEnv, "--acting-rows-only is for Hanabi")
+    hanabi = env_backend(args.env_id) is HanabiVecEnv
+    check(not args.acting_rows_only or hanabi, "--acting-rows-only is for Hanabi")
 
     # env setup: the eval envs come first and tell the sizes
     print(f"{args.env_id}: starting the envs (JAX envs compile their first steps, up to a minute)", flush=True)
     eval_seed = args.seed + 100_000
-    env_args = (args.num_workers, args.num_stacked_frames, device if args.env_on_device else None, args.team_reward)
+    env_device = device if args.env_on_device else None
+    env_args = (args.num_workers, args.num_stacked_frames, env_device, args.team_reward)
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
-    A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
+    A = eval_envs.num_agents
+    U = eval_envs.num_actions
+    O = eval_envs.obs_dim
     B = args.num_envs * args.num_steps * A  # agent-steps per rollout
-    check(args.num_minibatches <= B, f"--num-minibatches {args.num_minibatches} exceeds the {B} agent-steps of a rollout")
+    too_many = f"--num-minibatches {args.num_minibatches} exceeds the {B} agent-steps of a rollout"
+    check(args.num_minibatches <= B, too_many)
     agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     S = O + A  # IPPO: the critic's input is the local observation + agent id
     critic_state = partial(critic_input, agent_ids=agent_ids, death_masking=args.death_masking)
@@ -468,23 +554,29 @@ def train(args: Args, ckpt: Optional[dict] = None):
     net = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
     actor = Actor(O + A, U, *net, args.gain, continuous=eval_envs.continuous).to(device)
     critic = Critic(S, *net).to(device)
-    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
+    # MAPPO: Adam with eps 1e-5
+    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
-    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
+    # checkpoints, logs, Ctrl-C
+    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)
     losses_of = ppo_losses  # --compile: compiled at its first call, CUDA graphs on a GPU
     if args.compile:
         losses_of = torch.compile(ppo_losses, mode="reduce-overhead" if device.type == "cuda" else None)
-    eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
+    # for the sampled evaluation (--eval-sampled) only
+    eval_generator = torch.Generator(device).manual_seed(eval_seed)
+    evaluate_now = partial(evaluation, actor, eval_envs, args, agent_ids, device, generator=eval_generator)
     if args.eval_only:
-        return report_eval_only(args, eval_envs, evaluation(actor, eval_envs, args, agent_ids, device, (), eval_generator))
+        return report_eval_only(args, eval_envs, evaluate_now(stop=()))
 
     envs = make_env(args.env_id, args.num_envs, args.seed, *env_args)
-    episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64), "finished": []}
+    episodes = {"return": np.zeros(args.num_envs), "length": np.zeros(args.num_envs, dtype=np.int64)}
+    episodes["finished"] = []
     if args.env_on_device:  # kept where the envs give their outputs
         episodes.update({k: torch.as_tensor(episodes[k], device=device) for k in ("return", "length")})
     out = run.start(envs)  # the first reset (SMAX compiles here)
-    if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
-        run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
+    # a stop cut the last update's evaluation: made up first, so the history has no hole
+    if run.missed_evaluation():
+        run.make_up_evaluation(evaluate_now(stop=run.signals))
     first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
     for iteration in range(first_iteration, run.num_iterations + 1):
         iteration_start = time.time()
@@ -493,52 +585,60 @@ def train(args: Args, ckpt: Optional[dict] = None):
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
-        collected = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run.signals)
-        if collected is None:
+        seen, out, env_time = rollout(envs, actor, out, args.num_steps, agent_ids, device, episodes, run.signals)
+        if seen is None:
             break
-        seen, actions, logprobs, out, env_time = collected  # (T,E,...) as the envs gave them, (T,E,A), (T,E,A), last outputs
         run.global_step += args.num_envs * args.num_steps
 
-        # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
-        b = {k: torch.as_tensor(v[seen["truncated"]] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
+        # the rollout to the device, one copy per buffer; final_* only at the n steps where an
+        # episode was truncated
+        truncated = seen["truncated"]
+        b = {k: torch.as_tensor(v[truncated] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
         nxt = {k: torch.as_tensor(out[k], device=device) for k in ("obs", "env_state", "alive")}
         state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
-        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
+        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S)
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
-        obs, avail, alive = actor_input(b["obs"], agent_ids), b["avail"], b["alive"]  # (T,E,A,...)
+        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"])
+        batch.update(actions=b["actions"], logprobs=b["logprobs"])  # (T,E,A,...) each
         if args.acting_rows_only:  # the player to move's rows only: A becomes 1 from here on
-            state, obs, avail, actions, logprobs = (to_move(x, alive) for x in (state, obs, avail, actions, logprobs))
-            final_state, next_state = to_move(final_state, b["final_alive"]), to_move(next_state, nxt["alive"])
-            alive = to_move(alive, alive)
+            batch = {k: to_move(v, b["alive"]) for k, v in batch.items()}
+            final_state = to_move(final_state, b["final_alive"])
+            next_state = to_move(next_state, nxt["alive"])
         with torch.no_grad():
-            # values of the whole rollout in one batched forward (the critic did not change during it), then GAE
-            values = critic.value(state)  # (T,E,A) V(s_t) in return units
-            final_values = torch.zeros_like(values)  # (T,E,A), used only where an episode was truncated
+            # values of the whole rollout in one batched forward (the critic did not change during
+            # it), then GAE
+            values = critic.value(batch["state"])  # (T,E,A) V(s_t) in return units
+            # (T,E,A), used only where an episode was truncated
+            final_values = torch.zeros_like(values)
             final_values[b["truncated"]] = critic.value(final_state)
             next_value = critic.value(next_state)  # (E,A)
-            advantages, returns = compute_gae(
-                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
-            )
-            if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+            gae_args = (b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda)
+            advantages, returns = compute_gae(b["reward"], values, next_value, *gae_args)
+            # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+            if args.use_popart:
                 critic.popart.update(returns)
             returns_n = critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1)  # (T,E,A)
-            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)  # old values under the new statistics
-        batch = dict(obs=obs, state=state, avail=avail, alive=alive)
-        batch.update(actions=actions, logprobs=logprobs, advantages=advantages, returns=returns_n, values=values_n)
-        batch = {k: v.reshape(-1, *v.shape[3:]) for k, v in batch.items()}  # (T,E,A,...) -> (B,...), B = T*E*A
+            # the old values under the new statistics
+            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)
+        batch.update(advantages=advantages, returns=returns_n, values=values_n)
+        # (T,E,A,...) -> (B,...), B = T*E*A
+        batch = {k: v.reshape(-1, *v.shape[3:]) for k, v in batch.items()}
 
         update_start = time.time()
         stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args, losses_of)
         stats.update({"time/update": time.time() - update_start, "time/env": env_time})
         if args.compile and iteration == first_iteration:
             print(f"--compile: the first update took {stats['time/update']:.1f} s, compiling included", flush=True)
-        y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
-        stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
-        seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
+        y_true = returns.cpu().numpy()
+        y_pred = values.cpu().numpy()
+        var_y = np.var(y_true)
+        stats["losses/explained_variance"] = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        seconds = time.time() - iteration_start  # the time to train, evaluation not included
 
+        result = None
         if args.eval_interval and (iteration % args.eval_interval == 0 or iteration == run.num_iterations):
             eval_start = time.time()
-            result = evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator)
+            result = evaluate_now(stop=run.signals)
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
     run.finish(envs)
@@ -621,7 +721,8 @@ class JaxVecEnv:
 class SMAXVecEnv(JaxVecEnv):
     """JaxMARL's SMAX against its heuristic enemy."""
 
-    has_wins, continuous = True, False
+    has_wins = True
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax.numpy as jnp
@@ -640,7 +741,8 @@ class SMAXVecEnv(JaxVecEnv):
         self.num_actions = env.num_ally_actions
 
         def observe(st):
-            obs, avail = env.get_obs(st), env.get_avail_actions(st)
+            obs = env.get_obs(st)
+            avail = env.get_avail_actions(st)
             return dict(
                 obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
                 env_state=env.get_world_state(st),  # (S_env,)
@@ -679,7 +781,8 @@ class HanabiVecEnv(JaxVecEnv):
     Reward: the score's change, minus the score when the last life is lost, so an episode's return
     is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    has_wins, continuous = False, False
+    has_wins = False
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
@@ -787,15 +890,16 @@ class GenericVecEnv:
             self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])  # (A,U)
             self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])  # (A,U)
 
-        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), max(sizes)
-        self.num_envs = E
+        A = len(self.agents)
+        U = max(sizes)
+        self.num_envs = num_envs
         self.num_agents = A
-        self.obs_dim = O
+        self.obs_dim = max(self.obs_dims)
         self.num_actions = U
         self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
         # the critic's env state: all observations, unless the env has a state() of its own
         # (PettingZoo's ParallelEnv always has one, which raises where the env has none)
-        self.state_dim = A * O
+        self.state_dim = A * self.obs_dim
         self.has_state = False
         if self.use_state and callable(getattr(env.unwrapped, "state", None)):
             env.reset(seed=seed)
@@ -807,12 +911,13 @@ class GenericVecEnv:
         self.time_limit = limits[0] if limits else None
         if self.time_limit is None and self.kind == "gym":
             self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
-        self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
+        self.steps = np.zeros(num_envs, dtype=np.int64)  # steps into each env's episode
 
     def batch(self) -> dict:
         """Empty outputs of all envs: obs (E,A,O), env_state (E,S_env), avail (E,A,U),
         alive (E,A)"""
-        E, A = self.num_envs, self.num_agents
+        E = self.num_envs
+        A = self.num_agents
         out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32))
         out["env_state"] = np.zeros((E, self.state_dim), np.float32)
         out["avail"] = np.broadcast_to(self.avail, (E, *self.avail.shape)).copy()
@@ -873,7 +978,8 @@ class GenericVecEnv:
             gone = ()
         self.steps[e] += 1
         if self.time_limit is not None and self.steps[e] >= self.time_limit:
-            terminated, truncated = False, True
+            terminated = False
+            truncated = True
         reward = sum(rewards) if self.team_reward == "sum" else sum(rewards) / len(rewards)
         return (obs, infos, gone), reward, terminated, truncated
 
@@ -972,7 +1078,8 @@ class VMASVecEnv:
     that evaluation envs do not change the training envs' draws (on a GPU, VMAS also draws from
     torch's CUDA generator, which the policy shares)."""
 
-    has_wins, continuous = False, True
+    has_wins = False
+    continuous = True
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
@@ -989,11 +1096,13 @@ class VMASVecEnv:
         same_size = len({sp.shape for sp in spaces}) == 1
         check(same_size, f"{env_id}: agents with different action sizes are not supported")
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
-        E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
+        E = num_envs
+        A = self.env.n_agents
+        U = spaces[0].shape[0]
         self.num_envs = E
         self.num_agents = A
-        self.obs_dim = O
-        self.state_dim = A * O
+        self.obs_dim = max(self.obs_dims)
+        self.state_dim = A * self.obs_dim
         self.num_actions = U
         # the action bounds (A,U), where VMAS runs
         on = self.env.device
@@ -1095,7 +1204,8 @@ class SMACliteVecEnv:
     """SMAClite (pure Python, slow): the envs split over worker processes that step their slices
     in parallel."""
 
-    has_wins, continuous = True, False
+    has_wins = True
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
@@ -1111,7 +1221,8 @@ class SMACliteVecEnv:
         workers = min(num_envs, num_workers or os.cpu_count() or 1)
         self.slices = np.array_split(np.arange(num_envs), workers)
         ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
-        self.pipes, self.procs = [], []
+        self.pipes = []
+        self.procs = []
         for idx in self.slices:
             parent, child = ctx.Pipe()
             seeds = [seed + int(i) for i in idx]
@@ -1412,11 +1523,11 @@ def episode_stats(episodes: dict, has_wins: bool) -> dict:
     the list emptied."""
     if not episodes["finished"]:
         return {}
-    # one row per episode finished in this rollout
-    returns, lengths, won = np.array(episodes["finished"]).T
+    # one row per episode finished in this rollout: return, length, won
+    finished = np.array(episodes["finished"])
     episodes["finished"] = []
-    stats = {"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()}
-    return stats | ({"charts/win_rate": won.mean()} if has_wins else {})  # MPE has no win
+    stats = {"charts/episodic_return": finished[:, 0].mean(), "charts/episodic_length": finished[:, 1].mean()}
+    return stats | ({"charts/win_rate": finished[:, 2].mean()} if has_wins else {})  # MPE has no win
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):

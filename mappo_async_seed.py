@@ -1,25 +1,31 @@
-# mappo_async_seed.py: MAPPO with SEED-style asynchronous acting (Fu et al. 2022). Diff base: mappo.py.
-# Details: README.md#mappo_async_seedpy
-# Args, env adapters, networks, acting (env clients, inference server), GAE, update, evaluation, training loop; then env
-# backends and plumbing.
-# ruff: noqa: E402 (the imports below come after setting what they read at import, and after STARTED_BY)
+# mappo_async_seed.py: MAPPO with SEED-style asynchronous acting (Fu et al. 2022).
+# Diff base: mappo.py. Details: README.md#mappo_async_seedpy
+# Args, env adapters, networks, acting (env clients, inference server), GAE, update, evaluation,
+# training loop; then env backends and plumbing.
+# ruff: noqa: E402 (imports come after the early stop handler, STARTED_BY, the settings JAX reads)
 import os
 import signal
 import sys
 
-# the learner's (an env client ignores Ctrl-C: the learner stops it)
-if __name__ == "__main__" and "client" not in sys.argv:  # a stop before training starts: one line and exit 130
+# a stop before training starts (imports, envs, compiling): one line and exit 130, no traceback
+# (the learner's: an env client ignores Ctrl-C, the learner stops it)
+if __name__ == "__main__" and "client" not in sys.argv:
 
     def stop_before_training(signum, frame):
-        print(f"stopped ({signal.Signals(signum).name}) before training started: nothing to save", file=sys.stderr)
+        name = signal.Signals(signum).name
+        print(f"stopped ({name}) before training started: nothing to save", file=sys.stderr)
         raise SystemExit(130)
 
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):  # also where a shell started us with SIGINT ignored (cmd &)
+    # also where a shell started us with SIGINT ignored (cmd &)
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, stop_before_training)
 
-STARTED_BY = os.getppid()  # taken before the slow imports: a client stops when the process that started it is gone
-os.environ["JAX_PLATFORMS"] = "cpu"  # SMAX steps on the CPU: torch owns the GPU
-os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # and JAX never reserves GPU memory
+# taken before the slow imports: a client stops when the process that started it is gone
+STARTED_BY = os.getppid()
+# JAX (SMAX, Hanabi) runs on the CPU, so torch has the GPU to itself; it never reserves GPU memory
+# up front
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 
 import argparse
 import atexit
@@ -55,85 +61,146 @@ from popart import MaskedCategorical, PopArt, masked_mean
 
 @dataclass
 class Args:
-    """MAPPO (Yu et al. 2022) acting asynchronously as in Async MAPPO (Fu et al. 2022): --num-envs envs in total,
-    stepped by --num-clients env clients in --num-splits splits each.
-    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env family and map
-    (env_presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given the paper-preset flag, else
-    ours for 2 cores). Any flag you pass wins; each flag's help names its default's source.
-    With --recurrent, on the maps of Async MAPPO's Table 2: its batch magnification (num-envs) and sample reuse (epochs).
+    """MAPPO (Yu et al. 2022) acting asynchronously as in Async MAPPO (Fu et al. 2022): --num-envs
+    envs in total, stepped by --num-clients env clients in --num-splits splits each.
+    The defaults are the paper's SMAC settings; --env-id brings the paper's settings for its env
+    family and map (env_presets(): SMAC Table 12, MPE Tables 5 and 11, Hanabi Tables 7 and 13 given
+    the paper-preset flag, else ours for 2 cores). Any flag you pass wins; each flag's help names
+    its default's source. With --recurrent, on the maps of Async MAPPO's Table 2: its batch
+    magnification (num-envs) and sample reuse (epochs).
     """
 
     # experiment
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]  # name of this experiment, part of the run name
-    seed: int = 1  # of random, numpy, torch, the envs (env i: seed + i; SMAX: one key)
-    torch_deterministic: bool = True  # sets `torch.backends.cudnn.deterministic`
-    cuda: bool = True  # train on the GPU when CUDA is available
-    compile: bool = False  # torch.compile the update's losses (GPU: CUDA graphs) [ours]
-    track: bool = False  # log to Weights and Biases (tensorboard is always written to runs/)
-    wandb_project_name: str = "cleanmappo"  # the W&B project
-    wandb_entity: Optional[str] = None  # the W&B entity (team)
-    save_model: bool = False  # checkpoint runs/{run_name}/{exp_name}.pt at the end
-    save_interval: int = 0  # also every N updates, so that a killed run can --resume (0: off)
-    resume: Optional[str] = None  # go on with this checkpoint's run: its args, then your flags
-    eval_only: Optional[str] = None  # evaluate this checkpoint's policy (greedy) and exit
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment, part of the run name"""
+    seed: int = 1
+    """of random, numpy, torch, the envs (env i: seed + i; SMAX: one key)"""
+    torch_deterministic: bool = True
+    """sets `torch.backends.cudnn.deterministic`"""
+    cuda: bool = True
+    """train on the GPU when CUDA is available"""
+    compile: bool = False
+    """torch.compile the update's losses (GPU: CUDA graphs) [ours]"""
+    track: bool = False
+    """log to Weights and Biases (tensorboard is always written to runs/)"""
+    wandb_project_name: str = "cleanmappo"
+    """the W&B project"""
+    wandb_entity: Optional[str] = None
+    """the W&B entity (team)"""
+    save_model: bool = False
+    """checkpoint runs/{run_name}/{exp_name}.pt at the end"""
+    save_interval: int = 0
+    """also every N updates, so that a killed run can --resume (0: off)"""
+    resume: Optional[str] = None
+    """go on with this checkpoint's run: its args, then your flags"""
+    eval_only: Optional[str] = None
+    """evaluate this checkpoint's policy (greedy) and exit"""
 
     # env
-
-    # SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p); any other env with discrete
-    # actions: pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id> (Gymnasium, EPyMARL's convention) [ours]
     env_id: str = "3m"
-    num_envs: int = 8  # parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]
-    num_steps: int = 400  # steps per env per rollout [MAPPO: 400 SMAC (Table 6), 25 MPE (Table 5)]
-    total_timesteps: int = 10_000_000  # env steps, in whole rollouts [MAPPO: 10M SMAC (Section 5)]
-    eval_interval: int = 1  # evaluate every N updates, 0 never [MAPPO: 1; ours: 5 on smaclite]
-    eval_episodes: int = 32  # greedy episodes per evaluation [MAPPO: 32 test games]
-    eval_sampled: bool = False  # then as many with sampled actions (Mava's SMAX metric) [ours]
-    num_workers: int = 0  # smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]
-    num_stacked_frames: int = 1  # stacked observations [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]
-    paper_preset: bool = False  # hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 and 128]
-    team_reward: Literal["sum", "mean"] = "sum"  # pz/, gym/: of agents' rewards [ours: EPyMARL's]
+    """SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p); any
+    other env with discrete actions: pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id>
+    (Gymnasium, EPyMARL's convention) [ours]"""
+    num_envs: int = 8
+    """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
+    num_steps: int = 400
+    """steps per env per rollout [MAPPO: 400 SMAC (Table 6), 25 MPE (Table 5)]"""
+    total_timesteps: int = 10_000_000
+    """env steps, in whole rollouts [MAPPO: 10M SMAC (Section 5)]"""
+    eval_interval: int = 1
+    """evaluate every N updates, 0 never [MAPPO: 1; ours: 5 on smaclite]"""
+    eval_episodes: int = 32
+    """greedy episodes per evaluation [MAPPO: 32 test games]"""
+    eval_sampled: bool = False
+    """then as many with sampled actions (Mava's SMAX metric) [ours]"""
+    num_workers: int = 0
+    """smaclite only: env worker processes, 0 = min(num envs, CPU cores) [ours]"""
+    num_stacked_frames: int = 1
+    """stacked observations [MAPPO: 4 on 3s_vs_4z, 3s_vs_5z (Table 12)]"""
+    paper_preset: bool = False
+    """hanabi: 1000 envs, 512 wide [MAPPO: Tables 7, 13; ours: 128 and 128]"""
+    team_reward: Literal["sum", "mean"] = "sum"
+    """pz/, gym/: of agents' rewards [ours: EPyMARL's]"""
 
     # algorithm
-    learning_rate: float = 5e-4  # actor's [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]
-    critic_learning_rate: float = 5e-4  # critic learning rate [MAPPO: same as the actor's]
-    anneal_lr: bool = False  # linearly anneal both learning rates to 0 [MAPPO: off]
-    gamma: float = 0.99  # discount [MAPPO: 0.99 (Table 3)]
-    gae_lambda: float = 0.95  # GAE lambda [MAPPO: 0.95 (Table 3)]
-    num_minibatches: int = 1  # mini-batches per epoch [MAPPO: 1 (Suggestion 3); 2 MMM2 (Table 12)]
-    update_epochs: int = 15  # PPO epochs per rollout [MAPPO: 15 easy, 10 or 5 hard maps (Table 12)]
-    norm_adv: bool = True  # normalise advantages over the batch's active agent-steps [MAPPO: on]
-    clip_coef: float = 0.2  # PPO ratio clip [MAPPO: 0.2 (Table 3)]
-    clip_vloss: bool = True  # clip the value's change by clip-coef [MAPPO: 0.2 (Table 3)]
-    ent_coef: float = 0.01  # entropy bonus [MAPPO: 0.01]
-    vf_coef: float = 1.0  # value loss weight [MAPPO: 1, separate actor and critic optimisers]
-    max_grad_norm: float = 10.0  # gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]
-    use_huber: bool = True  # Huber value loss; off: squared error [MAPPO: Huber (Table 3)]
-    huber_delta: float = 10.0  # Huber delta [MAPPO: 10 (Table 3)]
-    use_popart: bool = True  # PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]
-    hidden_dim: int = 64  # width of the hidden layers [MAPPO: 64 (Tables 5, 6)]
-    num_layers: int = 2  # hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]
-    activation: Literal["relu", "tanh"] = "relu"  # [MAPPO: ReLU; Tanh spread, speaker (Table 11)]
-    use_feature_norm: bool = True  # LayerNorm on the network inputs [MAPPO: on (Table 3)]
-    gain: float = 0.01  # orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]
-    state_type: Literal["as", "ep", "cl"] = "as"  # critic input (README) [MAPPO: as; cl MPE]
-    death_masking: bool = True  # a dead agent's critic input: zeros + its id [MAPPO: Suggestion 5]
-    policy_active_masks: bool = True  # dead agents' steps out of policy loss, entropy [MAPPO: on]
-    value_active_masks: bool = False  # dead agents' steps out of value loss [MAPPO: off, script]
-    recurrent: bool = False  # GRU actor and critic [Async MAPPO: MLP + GRU (Table 2); ours: MLP]
-    data_chunk_length: int = 10  # --recurrent: BPTT chunk length [MAPPO: 10 (Table 3)]
+    learning_rate: float = 5e-4
+    """actor's [MAPPO: 5e-4 SMAC (Table 12), 7e-4 MPE (Table 11)]"""
+    critic_learning_rate: float = 5e-4
+    """critic learning rate [MAPPO: same as the actor's]"""
+    anneal_lr: bool = False
+    """linearly anneal both learning rates to 0 [MAPPO: off]"""
+    gamma: float = 0.99
+    """discount [MAPPO: 0.99 (Table 3)]"""
+    gae_lambda: float = 0.95
+    """GAE lambda [MAPPO: 0.95 (Table 3)]"""
+    num_minibatches: int = 1
+    """mini-batches per epoch [MAPPO: 1 (Suggestion 3); 2 MMM2 (Table 12)]"""
+    update_epochs: int = 15
+    """PPO epochs per rollout [MAPPO: 15 easy, 10 or 5 hard maps (Table 12)]"""
+    norm_adv: bool = True
+    """normalise advantages over the batch's active agent-steps [MAPPO: on]"""
+    clip_coef: float = 0.2
+    """PPO ratio clip [MAPPO: 0.2 (Table 3)]"""
+    clip_vloss: bool = True
+    """clip the value's change by clip-coef [MAPPO: 0.2 (Table 3)]"""
+    ent_coef: float = 0.01
+    """entropy bonus [MAPPO: 0.01]"""
+    vf_coef: float = 1.0
+    """value loss weight [MAPPO: 1, separate actor and critic optimisers]"""
+    max_grad_norm: float = 10.0
+    """gradient clip norm, actor and critic each [MAPPO: 10 (Table 3)]"""
+    use_huber: bool = True
+    """Huber value loss; off: squared error [MAPPO: Huber (Table 3)]"""
+    huber_delta: float = 10.0
+    """Huber delta [MAPPO: 10 (Table 3)]"""
+    use_popart: bool = True
+    """PopArt value normalisation (popart.py) [MAPPO: on, Suggestion 1]"""
+    hidden_dim: int = 64
+    """width of the hidden layers [MAPPO: 64 (Tables 5, 6)]"""
+    num_layers: int = 2
+    """hidden layers in actor and critic [MAPPO: 2 (Tables 5, 6)]"""
+    activation: Literal["relu", "tanh"] = "relu"
+    """[MAPPO: ReLU; Tanh spread, speaker (Table 11)]"""
+    use_feature_norm: bool = True
+    """LayerNorm on the network inputs [MAPPO: on (Table 3)]"""
+    gain: float = 0.01
+    """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]"""
+    state_type: Literal["as", "ep", "cl"] = "as"
+    """critic input (README) [MAPPO: as; cl MPE]"""
+    death_masking: bool = True
+    """a dead agent's critic input: zeros + its id [MAPPO: Suggestion 5]"""
+    policy_active_masks: bool = True
+    """dead agents' steps out of policy loss, entropy [MAPPO: on]"""
+    value_active_masks: bool = False
+    """dead agents' steps out of value loss [MAPPO: off, script]"""
+    recurrent: bool = False
+    """GRU actor and critic [Async MAPPO: MLP + GRU (Table 2); ours: MLP]"""
+    data_chunk_length: int = 10
+    """--recurrent: BPTT chunk length [MAPPO: 10 (Table 3)]"""
 
     # SEED architecture
-    num_clients: int = 2  # env client processes [ours]
-    num_splits: int = 2  # env splits per client, stepped in turn [Async MAPPO: 2 best]
-    server_batch: int = 0  # requests (one split each) per policy forward; 0: num-clients [ours]
-    flush_timeout: float = 0.002  # seconds the server waits to fill a batch [ours]
-    max_policy_lag: int = 1  # rollouts acting may run ahead of the learner; 0: synchronous [ours]
-    role: Literal["all", "learner", "client"] = "all"  # all: learner + local clients [ours]
-    rank: int = 0  # --role client: this client's number, 1 .. num-clients [ours]
-    master_addr: str = "127.0.0.1"  # the learner's address, where alone it listens [ours]
-    master_port: int = 29500  # the rendezvous port (--role all: a free one) [ours: torch's usual]
-    client_timeout: float = 60.0  # seconds: rendezvous limit, and a client's silence allowed [ours]
-    stop_on_client_loss: bool = False  # a lost env client ends the run; off: the others go on [ours]
+    num_clients: int = 2
+    """env client processes [ours]"""
+    num_splits: int = 2
+    """env splits per client, stepped in turn [Async MAPPO: 2 best]"""
+    server_batch: int = 0
+    """requests (one split each) per policy forward; 0: num-clients [ours]"""
+    flush_timeout: float = 0.002
+    """seconds the server waits to fill a batch [ours]"""
+    max_policy_lag: int = 1
+    """rollouts acting may run ahead of the learner; 0: synchronous [ours]"""
+    role: Literal["all", "learner", "client"] = "all"
+    """all: learner + local clients [ours]"""
+    rank: int = 0
+    """--role client: this client's number, 1 .. num-clients [ours]"""
+    master_addr: str = "127.0.0.1"
+    """the learner's address, where alone it listens [ours]"""
+    master_port: int = 29500
+    """the rendezvous port (--role all: a free one) [ours: torch's usual]"""
+    client_timeout: float = 60.0
+    """seconds: rendezvous limit, and a client's silence allowed [ours]"""
+    stop_on_client_loss: bool = False
+    """a lost env client ends the run; off: the others go on [ours]"""
 
 
 # ========================================= ENV ADAPTERS ===========================================
@@ -165,8 +232,10 @@ class FrameStack:
 
     def reset(self) -> dict:
         out = self.envs.reset()
-        E, A, O = out["obs"].shape
-        self.stack = self._push(np.zeros((E, A, self.k, O), np.float32), out["obs"])
+        E = self.num_envs
+        A = self.num_agents
+        empty = np.zeros((E, A, self.k, self.envs.obs_dim), np.float32)
+        self.stack = self._push(empty, out["obs"])
         return dict(out, obs=self.stack.reshape(E, A, -1))
 
     def step(self, actions: np.ndarray) -> dict:
@@ -174,8 +243,8 @@ class FrameStack:
         final = self._push(self.stack, out["final_obs"])  # what this step observed, before any reset
         new_episode = (out["terminated"] | out["truncated"])[:, None, None, None]  # (E,1,1,1)
         self.stack = self._push(np.where(new_episode, np.float32(0.0), self.stack), out["obs"])
-        E, A = self.num_envs, self.num_agents
-        return dict(out, obs=self.stack.reshape(E, A, -1), final_obs=final.reshape(E, A, -1))
+        per_agent = (self.num_envs, self.num_agents, -1)
+        return dict(out, obs=self.stack.reshape(per_agent), final_obs=final.reshape(per_agent))
 
     def close(self):
         self.envs.close()
@@ -188,15 +257,20 @@ def actor_input(obs: torch.Tensor, agent_ids: torch.Tensor) -> torch.Tensor:
 
 
 def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_masking: bool) -> torch.Tensor:
-    """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A) -> agent-specific global state (...,A,S)"""
+    """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A)
+    -> the agent-specific global state (...,A,S)"""
     A = obs.shape[-2]
-    if state_type == "as":  # MAPPO Suggestion 2: env state + the agent's own features
-        features = torch.cat([env_state.unsqueeze(-2).expand(*alive.shape, -1), obs], dim=-1)  # (...,A,S_env+O)
+    per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
+    if state_type == "as":
+        # MAPPO Suggestion 2: env state + the agent's own features
+        features = torch.cat([per_agent_state, obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
-    else:  # cl: the concatenation of all local observations, the MPE global state of the paper
+        features = per_agent_state
+    else:
+        # cl: the concatenation of all local observations, the MPE global state of the paper
         features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
-    if death_masking:  # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
+    if death_masking:
+        # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
         features = features * alive.unsqueeze(-1).to(features.dtype)
     if state_type == "cl":
         return features
@@ -228,110 +302,144 @@ def gru_cell(hidden_dim: int) -> nn.GRUCell:
     return cell
 
 
-def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
-    """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t begins an episode,
-    so the hidden state is zeroed before it -> (T,...,H) the hidden state after each step"""
-    out = []
+def gru_scan(cell: nn.GRUCell, x, h, starts) -> torch.Tensor:
+    """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t
+    begins an episode, so the hidden state is zeroed before it -> (T,...,H) the hidden state after
+    each step"""
+    states = []
     for t in range(x.shape[0]):
-        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)  # a new episode starts from zeros
+        # a new episode starts from zeros
+        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)  # (...,H)
         h = cell(x[t].reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1])).view(h.shape)
-        out.append(h)
-    return torch.stack(out)
+        states.append(h)
+    return torch.stack(states)
 
 
 class Actor(nn.Module):
     """MLP -> policy head; --recurrent: MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
 
-    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, gain=0.01,
-                 recurrent=False):  # fmt: skip
+    def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu",
+                 use_feature_norm=True, gain=0.01, recurrent=False):  # fmt: skip
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
-        self.gru, self.gru_norm = (gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)) if recurrent else (None, None)
-        self.hidden_size = hidden_dim if recurrent else 0  # feed-forward: hidden states of width 0, passed along
+        self.gru = gru_cell(hidden_dim) if recurrent else None
+        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
+        # feed-forward: hidden states of width 0, passed along
+        self.hidden_size = hidden_dim if recurrent else 0
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (T,...,in), h (...,H), starts (T,...) -> logits (T,...,U), hidden states after each step (T,...,H)"""
+    def forward(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> logits (T,...,U), the hidden states after
+        each step (T,...,H)"""
         if self.gru is None:
             return self.head(self.body(x)), x.new_zeros((*x.shape[:-1], 0))
-        out = gru_scan(self.gru, self.body(x), h, starts)
-        return self.head(self.gru_norm(out)), out
+        states = gru_scan(self.gru, self.body(x), h, starts)  # (T,...,H)
+        return self.head(self.gru_norm(states)), states
 
 
 class Critic(nn.Module):
     """MLP -> PopArt value head; --recurrent: MLP -> GRU -> LayerNorm -> PopArt value head"""
 
-    def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu", use_feature_norm=True, recurrent=False):
+    def __init__(self, in_dim, hidden_dim=64, num_layers=2, activation="relu",
+                 use_feature_norm=True, recurrent=False):  # fmt: skip
         super().__init__()
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
-        self.gru, self.gru_norm = (gru_cell(hidden_dim), nn.LayerNorm(hidden_dim)) if recurrent else (None, None)
+        self.gru = gru_cell(hidden_dim) if recurrent else None
+        self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
         self.popart = PopArt(hidden_dim, 1)  # identity statistics unless --use-popart updates them
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (T,...,in), h (...,H), starts (T,...) -> normalised values (T,...), hidden states after each step (T,...,H)"""
+    def forward(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (T,...,in), h (...,H), starts (T,...) -> normalised values (T,...), the hidden states
+        after each step (T,...,H)"""
         if self.gru is None:
             return self.popart(self.body(x)).squeeze(-1), x.new_zeros((*x.shape[:-1], 0))
-        out = gru_scan(self.gru, self.body(x), h, starts)
-        return self.popart(self.gru_norm(out)).squeeze(-1), out
+        states = gru_scan(self.gru, self.body(x), h, starts)  # (T,...,H)
+        return self.popart(self.gru_norm(states)).squeeze(-1), states
 
     def value(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
         """as forward, with the values in return units"""
-        v, out = self.forward(x, h, starts)
-        return self.popart.denormalize(v.unsqueeze(-1)).squeeze(-1), out
+        normalised, states = self.forward(x, h, starts)
+        return self.popart.denormalize(normalised.unsqueeze(-1)).squeeze(-1), states
 
 
 def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
-    """(T,E,A,...) -> (C, K*E*A, ...): each agent's rollout cut into K = ceil(T/C) chunks of C steps, the last one
-    zero-padded at its end (padded steps are masked out of the losses). C = 1: mappo.py's flat batch"""
-    T, C = x.shape[0], chunk_length
+    """(T,E,A,...) -> (C, K*E*A, ...): each agent's rollout cut into K = ceil(T/C) chunks of C
+    steps, the last one zero-padded at its end (padded steps are masked out of the losses).
+    C = 1: mappo.py's flat batch"""
+    T = x.shape[0]
+    C = chunk_length
     K = math.ceil(T / C)
-    x = torch.cat([x, x.new_zeros((K * C - T, *x.shape[1:]))]) if K * C > T else x
-    return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])  # chunk index = (k, e, a)
+    if K * C > T:
+        x = torch.cat([x, x.new_zeros((K * C - T, *x.shape[1:]))])  # (K*C,E,A,...)
+    # the chunk index is (k, e, a)
+    return x.reshape(K, C, *x.shape[1:]).transpose(0, 1).reshape(C, -1, *x.shape[3:])
 
 
 # ================================ ALGO LOGIC: acting (SEED) ====================================
-# A request is one split's step as one float32 message: a header (the split, whether an outcome comes with it, the
-# client's env seconds so far), what the split's k envs observe now, and the outcome of their previous step (zeros after
-# the first reset). The answer is the split's actions (k*A,), or -1s when the run is over.
-HEADER, BOOLS = 3, ("avail", "alive", "terminated", "truncated", "won", "final_alive")
-OUTCOME = ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")  # as mappo.py's rollout keeps
+# A request is one split's step as one float32 message: a header (the split, whether an outcome
+# comes with it, the client's env seconds so far), what the split's k envs observe now, and the
+# outcome of their previous step (zeros after the first reset). The answer is the split's actions
+# (k*A,), or -1s when the run is over.
+HEADER = 3
+# the fields sent as floats that are read back as bools
+BOOLS = ("avail", "alive", "terminated", "truncated", "won", "final_alive")
+# what a step gave, as mappo.py's rollout keeps it
+OUTCOME = ("reward", "terminated", "truncated", "final_obs", "final_state", "final_alive")
 
 
 def message_layout(k: int, A: int, O: int, S: int, U: int) -> dict:
     """field -> its shape in a request from a split of k envs, in message order"""
     observed = dict(obs=(k, A, O), env_state=(k, S), avail=(k, A, U), alive=(k, A))
-    outcome = dict(reward=(k,), terminated=(k,), truncated=(k,), won=(k,), final_obs=(k, A, O), final_state=(k, S))
-    return dict(observed, **outcome, final_alive=(k, A))
+    outcome = dict(reward=(k,), terminated=(k,), truncated=(k,), won=(k,))
+    outcome.update(final_obs=(k, A, O), final_state=(k, S), final_alive=(k, A))
+    return dict(observed, **outcome)
 
 
 def pack(out: dict, layout: dict, header: tuple) -> torch.Tensor:
-    fields = [np.asarray(out[k] if k in out else np.zeros(shape), np.float32).ravel() for k, shape in layout.items()]
-    return torch.from_numpy(np.concatenate([np.asarray(header, np.float32), *fields]))
+    """A split's outputs -> its request message; a field `out` lacks (the outcome, after a reset)
+    is sent as zeros"""
+    parts = [np.asarray(header, np.float32)]
+    for key, shape in layout.items():
+        value = out[key] if key in out else np.zeros(shape)
+        parts.append(np.asarray(value, np.float32).ravel())
+    return torch.from_numpy(np.concatenate(parts))
 
 
 def unpack(message: np.ndarray, layout: dict) -> dict:
+    """A request message -> its fields in their shapes, the masks and flags as bools"""
     ends = np.cumsum([HEADER, *(math.prod(shape) for shape in layout.values())])
-    fields = {k: message[i:j].reshape(shape) for (k, shape), i, j in zip(layout.items(), ends[:-1], ends[1:])}
-    return {k: v.astype(bool) if k in BOOLS else v for k, v in fields.items()}
+    data = {}
+    for (key, shape), start, end in zip(layout.items(), ends[:-1], ends[1:]):
+        field = message[start:end].reshape(shape)
+        data[key] = field.astype(bool) if key in BOOLS else field
+    return data
 
 
 def env_client(args: Args, client: int, over: threading.Event):
-    """An env client (process rank client + 1) steps its splits in turn: once split s's step is sent it steps split
-    s+1, whose actions came back meanwhile, so its CPU does not wait on inference [Async MAPPO: multiple buffering].
-    Env i of the run gets seed + i, as in mappo.py. Returns when answered -1 (the run is over: `over` is set)."""
-    m, k = args.num_splits, args.num_envs // (args.num_clients * args.num_splits)  # k envs per split
-    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)  # None: on the host
-    splits = [make_env(args.env_id, k, args.seed + (client * m + s) * k, *env_args) for s in range(m)]
-    layout = message_layout(k, splits[0].num_agents, splits[0].obs_dim, splits[0].state_dim, splits[0].num_actions)
-    actions, env_time = torch.zeros(k * splits[0].num_agents, dtype=torch.int64), 0.0  # (k*A,)
+    """An env client (process rank client + 1) steps its splits in turn: once split s's step is
+    sent it steps split s+1, whose actions came back meanwhile, so its CPU does not wait on
+    inference [Async MAPPO: multiple buffering]. Env i of the run gets seed + i, as in mappo.py.
+    Returns when answered -1 (the run is over: `over` is set)."""
+    k = args.num_envs // (args.num_clients * args.num_splits)  # envs per split
+    # None: the envs step on the host
+    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)
+    first_envs = [(client * args.num_splits + s) * k for s in range(args.num_splits)]
+    splits = [make_env(args.env_id, k, args.seed + first, *env_args) for first in first_envs]
+    A = splits[0].num_agents
+    layout = message_layout(k, A, splits[0].obs_dim, splits[0].state_dim, splits[0].num_actions)
+    actions = torch.zeros(k * A, dtype=torch.int64)  # (k*A,)
+    env_time = 0.0  # seconds spent in the envs
     try:
+        # the header: the split, no outcome (a reset), the env seconds so far
         for s, envs in enumerate(splits):
             tdist.send(pack(envs.reset(), layout, (s, 0, env_time)), dst=0)
         while True:
             for s, envs in enumerate(splits):
                 tdist.recv(actions, src=0, tag=s)
+                # answered -1: the run is over
                 if actions[0] < 0:
-                    return over.set()
+                    over.set()
+                    return
                 env_start = time.time()
                 out = envs.step(actions.view(k, -1).numpy())  # (k,A) actions
                 env_time += time.time() - env_start
@@ -342,109 +450,172 @@ def env_client(args: Args, client: int, over: threading.Event):
 
 
 class Acting:
-    """The learner's side of acting. A thread per env client receives its requests; the inference server, one more
-    thread, batches them (--server-batch requests, fewer after --flush-timeout), runs the policy once per batch and
-    answers each request with its actions [Async MAPPO: SEED]. Each step goes into a ring of max-policy-lag + 1 rollout
-    buffers with the version of the policy that acted: a split starts rollout r once the learner has trained on rollout
-    r - max-policy-lag - 1, so the acting policy is at most --max-policy-lag updates old (0: synchronous)."""
+    """The learner's side of acting. A thread per env client receives its requests; the inference
+    server, one more thread, batches them (--server-batch requests, fewer after --flush-timeout),
+    runs the policy once per batch and answers each request with its actions [Async MAPPO: SEED].
+    Each step goes into a ring of max-policy-lag + 1 rollout buffers with the version of the policy
+    that acted: a split starts rollout r once the learner has trained on rollout
+    r - max-policy-lag - 1, so the acting policy is at most --max-policy-lag updates old
+    (0: synchronous). A slot is a (client, split) pair."""
 
-    def __init__(self, args: Args, actor, agent_ids, device, layout: dict, procs: list, version: int):
-        self.args, self.agent_ids, self.device, self.layout, self.procs = args, agent_ids, device, layout, procs
-        self.actor, self.version, self.lock = copy.deepcopy(actor), version, threading.Lock()  # the server's policy
-        T, E, A, H, C = args.num_steps, args.num_envs, agent_ids.shape[0], actor.hidden_size, args.num_clients
-        self.ring, self.slots = args.max_policy_lag + 1, {}  # slot (client, split) -> [rollout, step] it acts on next
+    def __init__(self, args: Args, actor, agent_ids, device, layout, procs: list, version: int):
+        self.args = args
+        self.agent_ids = agent_ids
+        self.device = device
+        self.layout = layout
+        self.procs = procs  # the local env clients' processes
+        # the server's policy, and the update that made it; publish() swaps it under the lock
+        self.actor = copy.deepcopy(actor)
+        self.version = version
+        self.lock = threading.Lock()
+        T = args.num_steps
+        E = args.num_envs
+        A = agent_ids.shape[0]
+        H = actor.hidden_size
+        C = args.num_clients
+        self.ring = args.max_policy_lag + 1
+        self.slots = {}  # slot -> [rollout, step] it acts on next
         self.buffers = [self.new_buffer(T, E, A, H) for _ in range(self.ring)]
-        self.complete = [set() for _ in range(self.ring)]  # per buffer: the slots whose part of its rollout is done
-        self.taken, self.released, self.live = 0, 0, [True] * C  # rollouts taken, trained on; the clients not lost
-        self.actor_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: each env's state after its last step
-        self.ep_return, self.ep_length = np.zeros(E), np.zeros(E, dtype=np.int64)
-        self.requests, self.parked, self.cond = queue.Queue(), [], threading.Condition()  # parked: waiting for a free buffer
-        self.received, self.answered, self.last_seen, self.env_time = [0] * C, [0] * C, [time.time()] * C, [0.0] * C
-        self.error, self.stopping = None, False
-        self.stats, self.sends = dict(forwards=0, requests=0, inference=0.0, env_time=0.0, wait=0.0), {}
-        self.threads = [threading.Thread(target=self.receive, args=(c,), daemon=True) for c in range(C)]
-        self.threads.append(threading.Thread(target=self.serve, daemon=True))
+        # per buffer: the slots whose part of its rollout is done
+        self.complete = [set() for _ in range(self.ring)]
+        self.taken = 0  # rollouts the learner has taken
+        self.released = 0  # rollouts it has trained on
+        self.live = [True] * C  # per client: not lost
+        # --recurrent: each env's actor state after its last step
+        self.actor_h = torch.zeros((E, A, H), device=device)  # (E,A,H)
+        self.ep_return = np.zeros(E)  # (E,) each env's return so far in its episode
+        self.ep_length = np.zeros(E, dtype=np.int64)  # (E,)
+        # (client, message) from the receiving threads; None: a wake-up for the server
+        self.requests = queue.Queue()
+        self.parked = []  # requests waiting for a free buffer
+        self.cond = threading.Condition()  # a slot's part of a rollout done, a client lost
+        # per client: requests received and answered, when it was last heard, its env seconds
+        self.received = [0] * C
+        self.answered = [0] * C
+        self.last_seen = [time.time()] * C
+        self.env_time = [0.0] * C
+        self.error = None  # why the run fails: a lost client, a failed server
+        self.stopping = False
+        self.stats = dict(forwards=0, requests=0, inference=0.0, env_time=0.0, wait=0.0)
+        self.sends = {}  # slot -> its last answer's send
+        # a receiving thread per client, then the server's
+        self.threads = [threading.Thread(target=self.receive, args=(c,)) for c in range(C)]
+        self.threads.append(threading.Thread(target=self.serve))
         for thread in self.threads:
+            thread.daemon = True
             thread.start()
 
     def new_buffer(self, T: int, E: int, A: int, H: int) -> dict:
-        """One rollout as mappo.py's rollout collects it, (T,E,...) per step and next_* (E,...) after the last step, with
-        the actions, log-probs, versions of the acting policy, actor_hs (T,E,A,H) entering each step, episodes ended"""
-        buf = {k: np.zeros((T, E, *shape[1:]), bool if k in BOOLS else np.float32) for k, shape in self.layout.items()}
-        buf.update({f"next_{k}": np.zeros_like(buf[k][0]) for k in ("obs", "env_state", "alive")})
-        buf.update(actions=np.zeros((T, E, A), np.int64), logprobs=np.zeros((T, E, A), np.float32), episodes=[])
-        return dict(buf, versions=np.zeros((T, E), np.int64), actor_hs=np.zeros((T, E, A, H), np.float32))
+        """One rollout as mappo.py's rollout collects it, (T,E,...) per step and next_* (E,...)
+        after the last step, with the actions, log-probs, versions of the acting policy, actor_hs
+        (T,E,A,H) entering each step and the episodes that ended"""
+        buf = {}
+        for key, shape in self.layout.items():
+            buf[key] = np.zeros((T, E, *shape[1:]), bool if key in BOOLS else np.float32)
+        for key in ("obs", "env_state", "alive"):
+            buf[f"next_{key}"] = np.zeros_like(buf[key][0])
+        buf["actions"] = np.zeros((T, E, A), np.int64)
+        buf["logprobs"] = np.zeros((T, E, A), np.float32)
+        buf["episodes"] = []
+        buf["versions"] = np.zeros((T, E), np.int64)
+        buf["actor_hs"] = np.zeros((T, E, A, H), np.float32)
+        return buf
 
-    def env_slice(self, slot: tuple) -> slice:  # the slot's envs on the run's env axis (T,E,...)
+    def env_slice(self, slot: tuple) -> slice:
+        """The slot's envs on the run's env axis (T,E,...)"""
         k = self.layout["obs"][0]  # envs per split
         first = (slot[0] * self.args.num_splits + slot[1]) * k
         return slice(first, first + k)
 
-    def may_act(self, slot: tuple) -> bool:  # its rollout's buffer is free: the learner trained on the one before in it
+    def may_act(self, slot: tuple) -> bool:
+        """Its rollout's buffer is free: the learner trained on the rollout before in it"""
         return self.slots[slot][0] < self.released + self.ring
 
     def receive(self, c: int):
         """Client c's requests into the server's queue, until its connection is lost"""
         message = torch.zeros(HEADER + sum(math.prod(shape) for shape in self.layout.values()))
-        while True:  # also while stopping: close() answers every request
+        # also while stopping: close() answers every request
+        while True:
             try:
                 tdist.recv(message, src=c + 1)
-            except RuntimeError as e:  # the client is gone: its process ended, or its machine
+            except RuntimeError as error:
+                # the client is gone: its process ended, or its machine
                 if not self.stopping:
-                    self.lose(c, f"env client {c + 1}: connection lost ({gloo_reason(e)})")
+                    self.lose(c, f"env client {c + 1}: connection lost ({gloo_reason(error)})")
                 return
-            self.received[c], self.last_seen[c] = self.received[c] + 1, time.time()
+            self.received[c] += 1
+            self.last_seen[c] = time.time()
             self.requests.put((c, message.numpy().copy()))
 
     def serve(self):
-        """The inference server's thread: records each request's outcome, acts on the requests whose rollout buffer is
-        free, parks the others until the learner frees it"""
+        """The inference server's thread: records each request's outcome, acts on the requests
+        whose rollout buffer is free, parks the others until the learner frees it"""
         try:
             while not self.stopping:
-                self.take(self.requests.get())  # None: a wake-up (new parameters, a freed buffer, the end)
+                # None: a wake-up (new parameters, a freed buffer, the end)
+                self.take(self.requests.get())
                 deadline = time.time() + self.args.flush_timeout
-                batch = self.args.server_batch or self.args.num_clients
-                while not self.stopping and self.num_ready() < batch and time.time() < deadline:
+                full = self.args.server_batch or self.args.num_clients  # requests in a full batch
+                while not self.stopping and self.num_ready() < full and time.time() < deadline:
                     with contextlib.suppress(queue.Empty):
                         self.take(self.requests.get(timeout=max(deadline - time.time(), 0.0)))
-                if self.stopping:  # close() answers the parked requests
+                # close() answers the parked requests
+                if self.stopping:
                     break
-                self.parked = [request for request in self.parked if self.live[request[0][0]]]  # a lost client's: out
-                # in env order: a batch of every split, at zero lag, samples as mappo.py's one forward over all envs
-                ready = sorted((request for request in self.parked if self.may_act(request[0])), key=lambda r: r[0])
-                self.parked = [request for request in self.parked if not self.may_act(request[0])]
+                ready = []
+                waiting = []
+                for request in self.parked:
+                    # a lost client's requests go
+                    if self.live[request["slot"][0]]:
+                        (ready if self.may_act(request["slot"]) else waiting).append(request)
+                self.parked = waiting
+                # in env order: a batch of every split, at zero lag, samples as mappo.py's one
+                # forward over all envs
+                ready.sort(key=lambda request: request["slot"])
                 if ready:
                     self.act(ready)
-        except Exception as e:  # a failed forward, a malformed request: the run fails with it, nothing hangs
+        except Exception as e:
+            # a failed forward, a malformed request: the run fails with it, nothing hangs
             self.error = self.error or f"inference server: {type(e).__name__}: {e}"
 
-    def take(self, request: Optional[tuple]):
-        """A request from the queue: its outcome recorded, then parked until it may act (None: a wake-up, nothing)"""
-        if request is None or not self.live[request[0]]:
+    def take(self, item: Optional[tuple]):
+        """A request from the queue, item (client, message): its outcome recorded, then parked
+        until it may act (None: a wake-up, nothing to take)"""
+        if item is None or not self.live[item[0]]:
             return
-        c, message = request
-        slot, has_outcome, self.env_time[c] = (c, int(message[0])), message[1] > 0, float(message[2])
+        c, message = item
+        # the header: the split, whether an outcome comes with it, the client's env seconds
+        slot = (c, int(message[0]))
+        has_outcome = message[1] > 0
+        self.env_time[c] = float(message[2])
         data = unpack(message, self.layout)
         self.slots.setdefault(slot, [0, 0])
         if has_outcome:
             self.record(slot, data)
-        self.parked.append((slot, has_outcome, data))
+        self.parked.append(dict(slot=slot, has_outcome=has_outcome, data=data))
 
-    def num_ready(self) -> int:  # parked requests that may act now: a batch counts them, wherever they waited
-        return sum(self.may_act(slot) for slot, *_ in self.parked)
+    def num_ready(self) -> int:
+        """Parked requests that may act now: a batch counts them, wherever they waited"""
+        return sum(self.may_act(request["slot"]) for request in self.parked)
 
     def record(self, slot: tuple, data: dict):
-        """The outcome of the slot's last step; its last step of a rollout completes the slot's part of that rollout"""
-        (r, t), e = self.slots[slot], self.env_slice(slot)
+        """The outcome of the slot's last step; its last step of a rollout completes the slot's part
+        of that rollout"""
+        r = self.slots[slot][0]  # the rollout
+        t = self.slots[slot][1]  # the step the slot acts on next: this outcome is step t-1's
+        e = self.env_slice(slot)
         buf = self.buffers[r % self.ring]
         for key in OUTCOME:
             buf[key][t - 1, e] = data[key]
         self.ep_return[e] += data["reward"]
         self.ep_length[e] += 1
-        done = data["terminated"] | data["truncated"]
+        done = data["terminated"] | data["truncated"]  # (k,)
         buf["episodes"] += zip(self.ep_return[e][done], self.ep_length[e][done], data["won"][done])
-        self.ep_return[e][done], self.ep_length[e][done] = 0.0, 0
-        if t == self.args.num_steps:  # the observation GAE bootstraps from, and step 0 of the slot's next rollout
+        self.ep_return[e][done] = 0.0
+        self.ep_length[e][done] = 0
+        # the rollout's last step: what it observed is what GAE bootstraps from, and step 0 of the
+        # slot's next rollout
+        if t == self.args.num_steps:
             for key in ("obs", "env_state", "alive"):
                 buf[f"next_{key}"][e] = data[key]
             self.slots[slot][:] = [r + 1, 0]
@@ -452,73 +623,115 @@ class Acting:
                 self.complete[r % self.ring].add(slot)
                 self.cond.notify()
 
-    @torch.inference_mode()  # no autograd bookkeeping: the server's tensors never reach a backward pass
+    # no autograd bookkeeping: the server's tensors never reach a backward pass
+    @torch.inference_mode()
     def act(self, requests: list):
-        """One policy forward for the batch; each step written into its rollout buffer; the actions sent back"""
-        start, E = time.time(), self.args.num_envs
-        rows = torch.cat([torch.arange(E)[self.env_slice(slot)] for slot, *_ in requests])  # (n,) the run's env indices
-        obs = torch.from_numpy(np.concatenate([data["obs"] for *_, data in requests])).to(self.device)  # (n,A,O)
-        avail = torch.from_numpy(np.concatenate([data["avail"] for *_, data in requests])).to(self.device)  # (n,A,U)
-        begins = [data["terminated"] | data["truncated"] if has_outcome else np.ones(len(data["obs"]), bool)
-                  for _, has_outcome, data in requests]  # fmt: skip  # (k,) each: a new episode begins at this step
-        starts = torch.from_numpy(np.concatenate(begins)).to(self.device)[None, :, None].expand(1, *obs.shape[:2])  # (1,n,A)
+        """One policy forward for the batch; each step written into its rollout buffer; the actions
+        sent back"""
+        start = time.time()
+        slots = [request["slot"] for request in requests]
+        datas = [request["data"] for request in requests]
+        every_env = torch.arange(self.args.num_envs)
+        # the batch's n envs on the run's env axis
+        rows = torch.cat([every_env[self.env_slice(slot)] for slot in slots])  # (n,)
+        obs = torch.from_numpy(np.concatenate([data["obs"] for data in datas]))  # (n,A,O)
+        avail = torch.from_numpy(np.concatenate([data["avail"] for data in datas]))  # (n,A,U)
+        # (k,) per request: a new episode begins at this step (the first step, or the step after
+        # an episode ended)
+        begins = []
+        for request in requests:
+            data = request["data"]
+            ended = data["terminated"] | data["truncated"]
+            begins.append(ended if request["has_outcome"] else np.ones(len(data["obs"]), bool))
+        starts = torch.from_numpy(np.concatenate(begins)).to(self.device)  # (n,)
+        starts = starts[None, :, None].expand(1, *obs.shape[:2])  # (1,n,A)
         h = self.actor_h[rows]  # (n,A,H) the states entering this step
-        with self.lock:  # publish() swaps the parameters under this lock
-            logits, next_h = self.actor(actor_input(obs, self.agent_ids)[None], h, starts)  # (1,n,A,U), (1,n,A,H)
+        # publish() swaps the parameters under this lock
+        with self.lock:
+            x = actor_input(obs.to(self.device), self.agent_ids)[None]  # (1,n,A,O+A)
+            logits, next_h = self.actor(x, h, starts)  # (1,n,A,U), (1,n,A,H)
             version = self.version
-        policy = MaskedCategorical(logits[0], avail)
+        policy = MaskedCategorical(logits[0], avail.to(self.device))
         action = policy.sample()  # (n,A)
-        logprob, self.actor_h[rows] = policy.log_prob(action).cpu().numpy(), next_h[0]
-        action, h, i = action.cpu(), h.cpu().numpy(), 0
-        for slot, _, data in requests:
-            (r, t), e, k = self.slots[slot], self.env_slice(slot), len(data["obs"])
+        logprob = policy.log_prob(action).cpu().numpy()  # (n,A)
+        self.actor_h[rows] = next_h[0]
+        action = action.cpu()
+        h = h.cpu().numpy()
+        i = 0  # the request's first row in the batch
+        for slot, data in zip(slots, datas):
+            r = self.slots[slot][0]
+            t = self.slots[slot][1]
+            e = self.env_slice(slot)
+            k = len(data["obs"])
             buf = self.buffers[r % self.ring]
             for key in ("obs", "env_state", "avail", "alive"):
                 buf[key][t, e] = data[key]
-            buf["actions"][t, e], buf["logprobs"][t, e], buf["versions"][t, e] = action[i : i + k], logprob[i : i + k], version
-            buf["actor_hs"][t, e] = h[i : i + k]  # be really careful about the index: the state that step t starts from
+            buf["actions"][t, e] = action[i : i + k]
+            buf["logprobs"][t, e] = logprob[i : i + k]
+            buf["versions"][t, e] = version
+            # be really careful about the index: the state that step t starts from
+            buf["actor_hs"][t, e] = h[i : i + k]
             self.slots[slot][1] = t + 1
-            # not a blocking send: gloo completes it once the client waits on that split, and it waits in split order.
-            # The slot's last answer is kept until its next: the client has it once it sends a new request
+            # not a blocking send: gloo completes it once the client waits on that split, and it
+            # waits in split order. The slot's last answer is kept until its next: the client has
+            # it once it sends a new request
+            c = slot[0]
+            answer = action[i : i + k].reshape(-1)  # (k*A,)
             try:
-                self.sends[slot] = tdist.isend(action[i : i + k].reshape(-1), dst=slot[0] + 1, tag=slot[1])
-            except RuntimeError as e:  # lost since its request came
-                self.lose(slot[0], f"env client {slot[0] + 1}: connection lost ({gloo_reason(e)})")
-            self.answered[slot[0]], i = self.answered[slot[0]] + 1, i + k
-        self.stats.update(forwards=self.stats["forwards"] + 1, requests=self.stats["requests"] + len(requests))
+                self.sends[slot] = tdist.isend(answer, dst=c + 1, tag=slot[1])
+            except RuntimeError as error:
+                # lost since its request came
+                self.lose(c, f"env client {c + 1}: connection lost ({gloo_reason(error)})")
+            self.answered[c] += 1
+            i += k
+        self.stats["forwards"] += 1
+        self.stats["requests"] += len(requests)
         self.stats["inference"] += time.time() - start
 
-    def rollout(self, run, device, max_envs: int) -> Optional[tuple]:
-        """Waits for the next rollout (num_steps steps of every live client's splits) -> what mappo.py's rollout returns
-        (its host arrays are views of this buffer: valid until publish()), with actor_hs, the acting versions (T,E), the
-        episodes that ended in it and its envs (E,): indices on the run's env axis, the live clients' first max_envs; a
-        lost client's steps are left out. None on a stop (Ctrl-C) or a failure (run.error says which)"""
-        i, wait_start = self.taken % self.ring, time.time()
+    def rollout(self, run, max_envs: int) -> tuple:
+        """Waits for the next rollout (num_steps steps of every live client's splits) -> (seen, out,
+        acted); (None, None, None) on a stop (Ctrl-C) or a failure (run.error says which).
+        - seen, out: as mappo.py's rollout gives them, what each step saw and gave (T,E,...) with
+          the actions and log-probs (T,E,A), and the observation after the last step (E,...);
+          seen also has actor_hs (T,E,A,H), the actor's states entering each step;
+        - acted: envs (E,), the rollout's envs on the run's env axis (the live clients' first
+          max_envs: a lost client's steps are left out), the versions (T,E) of the acting policy
+          and the episodes that ended.
+        All on the host: views of this buffer (valid until publish()) where the rollout has every
+        env."""
+        i = self.taken % self.ring
+        wait_start = time.time()
         with self.cond:
             while not self.live_slots() <= self.complete[i]:
                 if run.signals or self.failed(run):
-                    return None
+                    return None, None, None
                 self.cond.wait(timeout=0.5)
             every_env = np.arange(self.args.num_envs)
-            envs = np.concatenate([every_env[self.env_slice(slot)] for slot in sorted(self.live_slots())])[:max_envs]
+            live_envs = [every_env[self.env_slice(slot)] for slot in sorted(self.live_slots())]
+            envs = np.concatenate(live_envs)[:max_envs]  # (E,)
             self.complete[i] = set()
-        rows = slice(None) if len(envs) == self.args.num_envs else envs  # every env: views of the buffer, no copies
-        buf, self.taken = self.buffers[i], self.taken + 1
-        episodes, buf["episodes"], self.stats["wait"] = buf["episodes"], [], time.time() - wait_start
+        # every env: views of the buffer, no copies
+        rows = slice(None) if len(envs) == self.args.num_envs else envs
+        buf = self.buffers[i]
+        self.taken += 1
+        self.stats["wait"] = time.time() - wait_start
+        acted = dict(envs=envs, versions=buf["versions"][:, rows], episodes=buf["episodes"])
+        buf["episodes"] = []
         out = {k: buf[f"next_{k}"][rows] for k in ("obs", "env_state", "alive")}
-        host = {k: buf[k][:, rows] for k in ("obs", "env_state", "avail", "alive", *OUTCOME)}  # (T,E,...)
-        actions = torch.from_numpy(buf["actions"][:, rows]).to(device)  # (T,E,A)
-        logprobs = torch.from_numpy(buf["logprobs"][:, rows]).to(device)  # (T,E,A)
-        actor_hs = torch.from_numpy(buf["actor_hs"][:, rows]).to(device)  # (T,E,A,H)
-        envs = torch.from_numpy(envs).to(device)  # (E,)
-        return host, actions, logprobs, out, actor_hs, buf["versions"][:, rows], episodes, envs
+        # (T,E,...) each
+        seen = {k: buf[k][:, rows] for k in ("obs", "env_state", "avail", "alive", *OUTCOME)}
+        seen.update({k: buf[k][:, rows] for k in ("actions", "logprobs", "actor_hs")})
+        return seen, out, acted
 
     def live_slots(self) -> set:
-        return {(c, s) for c in range(self.args.num_clients) if self.live[c] for s in range(self.args.num_splits)}
+        """The slots of the clients not lost"""
+        live_clients = [c for c in range(self.args.num_clients) if self.live[c]]
+        return {(c, s) for c in live_clients for s in range(self.args.num_splits)}
 
     def lose(self, c: int, reason: str):
-        """Client c is lost: its requests are dropped and its envs left out of every rollout not yet taken. The run
-        goes on with the others, or fails with the reason (--stop-on-client-loss, or none left)"""
+        """Client c is lost: its requests are dropped and its envs left out of every rollout not yet
+        taken. The run goes on with the others, or fails with the reason (--stop-on-client-loss, or
+        none left)"""
         with self.cond:
             if not self.live[c]:
                 return
@@ -527,58 +740,76 @@ class Acting:
             if self.args.stop_on_client_loss or not left:
                 self.error = self.error or (reason if left else f"{reason}; no env client left")
             else:
-                print(f"warning: {reason}; training goes on with {left} of {len(self.live)} env clients", file=sys.stderr)
+                going_on = f"training goes on with {left} of {len(self.live)} env clients"
+                print(f"warning: {reason}; {going_on}", file=sys.stderr)
             self.cond.notify_all()
-        self.requests.put(None)  # wakes the server: the client's parked requests go
+        # wakes the server: the client's parked requests go
+        self.requests.put(None)
 
     def failed(self, run) -> bool:
-        """Finds lost clients (exited, or silent for --client-timeout while not waiting on us) -> whether the run fails:
-        a lost client with --stop-on-client-loss, none left, or a failed server (run.error says which)"""
+        """Finds lost clients (exited, or silent for --client-timeout while not waiting on us) ->
+        whether the run fails: a lost client with --stop-on-client-loss, none left, or a failed
+        server (run.error says which)"""
         for c, proc in enumerate(self.procs):
             if proc.poll() is not None:
                 self.lose(c, f"env client {c + 1} exited with status {proc.returncode}")
-        for c, seen in enumerate(self.last_seen):  # silent while not waiting on us, once its envs are made
-            if 0 < self.received[c] == self.answered[c] and time.time() - seen > self.args.client_timeout:
-                self.lose(c, f"env client {c + 1} sent nothing for {time.time() - seen:.0f} s")
+        # silent while not waiting on us, once its envs are made
+        for c, seen in enumerate(self.last_seen):
+            silent = time.time() - seen
+            if 0 < self.received[c] == self.answered[c] and silent > self.args.client_timeout:
+                self.lose(c, f"env client {c + 1} sent nothing for {silent:.0f} s")
         run.error = self.error
         return self.error is not None
 
     def publish(self, actor: nn.Module, version: int):
-        """The learner's new parameters for the next forward; frees the rollout buffer just trained on"""
+        """The learner's new parameters for the next forward; frees the rollout buffer just trained
+        on"""
         with self.lock:
             self.actor.load_state_dict(actor.state_dict())
             self.version = version
         self.released += 1
-        self.requests.put(None)  # wakes the server: parked splits go on
+        # wakes the server: parked splits go on
+        self.requests.put(None)
 
     def take_stats(self) -> dict:
-        n, env_time = max(self.stats["forwards"], 1), sum(self.env_time)
-        stats = {"stats/server_batch": self.stats["requests"] / n, "time/inference": self.stats["inference"]}
+        """The server's statistics since the last call"""
+        forwards = max(self.stats["forwards"], 1)
+        env_time = sum(self.env_time)  # every client's env seconds so far
+        stats = {"stats/server_batch": self.stats["requests"] / forwards}
+        stats["time/inference"] = self.stats["inference"]
         stats["stats/live_clients"] = sum(self.live)
-        stats.update({"time/learner_wait": self.stats["wait"], "time/env": env_time - self.stats["env_time"]})
+        stats["time/learner_wait"] = self.stats["wait"]
+        stats["time/env"] = env_time - self.stats["env_time"]
         self.stats.update(forwards=0, requests=0, inference=0.0, env_time=env_time)
         return stats
 
     def close(self):
-        """The one way acting ends (the last update, Ctrl-C, a lost client, an error), once: the server stops, every
-        client is answered -1 (its waiting requests, then whatever it sends), local clients are waited for (killed after
-        10 s), the process group is destroyed (unless a lost client's connection still hangs: the process exit ends it)"""
+        """The one way acting ends (the last update, Ctrl-C, a lost client, an error), once: the
+        server stops, every client is answered -1 (its waiting requests, then whatever it sends),
+        local clients are waited for (killed after 10 s), the process group is destroyed (unless a
+        lost client's connection still hangs: the process exit ends it)"""
         if self.stopping:
             return
-        self.stopping, deadline = True, time.time() + 10
+        self.stopping = True
+        deadline = time.time() + 10
         stop = torch.full((self.layout["obs"][0] * self.agent_ids.shape[0],), -1)  # (k*A,)
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
-        waiting = [slot for slot, *_ in self.parked]  # (client, split) of every request not answered
-        receiving = [thread for c, thread in enumerate(self.threads[:-1]) if self.live[c]]  # a lost client's may hang
+        # the slot of every request not answered
+        waiting = [request["slot"] for request in self.parked]
+        # a lost client's receiving thread may hang
+        receiving = [thread for c, thread in enumerate(self.threads[:-1]) if self.live[c]]
         while any(thread.is_alive() for thread in receiving) and time.time() < deadline:
             for c, split in waiting:
-                with contextlib.suppress(RuntimeError):  # a client that stopped already
+                # a client that stopped already
+                with contextlib.suppress(RuntimeError):
                     self.sends[c, split] = tdist.isend(stop, dst=c + 1, tag=split)
             waiting = []
             with contextlib.suppress(queue.Empty):
-                request = self.requests.get(timeout=0.05)
-                waiting = [(request[0], int(request[1][0]))] if request and self.live[request[0]] else []
+                # (client, message), or None (a wake-up); the message's header starts with its split
+                item = self.requests.get(timeout=0.05)
+                if item is not None and self.live[item[0]]:
+                    waiting = [(item[0], int(item[1][0]))]
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(deadline - time.time(), 0.0))
@@ -590,8 +821,9 @@ class Acting:
 # ================================= ALGO LOGIC: advantages (GAE) ===================================
 def compute_gae(rewards, values, next_value, terminated, truncated, final_values, gamma: float, gae_lambda: float):
     """rewards (T,E), values (T,E,A), next_value (E,A), terminated/truncated (T,E) bool,
-    final_values (T,E,A) -> advantages, returns (T,E,A). After a truncation the target bootstraps from the value of the episode's
-    final observation; after a termination it does not bootstrap at all."""
+    final_values (T,E,A) -> advantages, returns (T,E,A). After a truncation the target
+    bootstraps from the value of the episode's final observation; after a termination it does
+    not bootstrap at all."""
     T = rewards.shape[0]
     advantages = torch.zeros_like(values)
     lastgaelam = torch.zeros_like(next_value)
@@ -608,18 +840,22 @@ def compute_gae(rewards, values, next_value, terminated, truncated, final_values
 
 
 def bootstrap_values(critic, critic_out, final_state, next_state, last_done, truncated):
-    """critic_out (T,E,A,H) states after each step, final_state (n,A,S) at the n truncated steps in (T,E) order,
-    next_state (E,A,S), last_done (E,) step T-1 ended an episode, truncated (T,E) -> values (return units) one step past
-    a truncation (T,E,A): the episode goes on from the state after t; and past step T-1 (E,A): from zeros if it ended"""
-    T, E, A = truncated.shape[0], truncated.shape[1], critic_out.shape[2]
+    """critic_out (T,E,A,H) the critic's states after each step, final_state (n,A,S) at the n
+    truncated steps in (T,E) order, next_state (E,A,S), last_done (E,) step T-1 ended an episode,
+    truncated (T,E) -> the values (return units) one step past a truncation (T,E,A), where the
+    episode goes on from the state after step t, and past step T-1 (E,A), from zeros if it ended"""
+    T = truncated.shape[0]
+    E = truncated.shape[1]
+    A = critic_out.shape[2]
     final_values = critic_out.new_zeros((T, E, A))
     if truncated.any():
         final_x = final_state[None]  # (1,n,A,S)
-        no_start = torch.zeros(final_x.shape[:3], dtype=torch.bool, device=final_x.device)  # (1,n,A)
-        final_values[truncated] = critic.value(final_x, critic_out[truncated], no_start)[0][0]
+        no_start = final_x.new_zeros(final_x.shape[:3], dtype=torch.bool)  # (1,n,A)
+        values, _ = critic.value(final_x, critic_out[truncated], no_start)  # (1,n,A)
+        final_values[truncated] = values[0]
     next_start = last_done.unsqueeze(-1).expand(E, A)  # (E,A)
-    next_value = critic.value(next_state[None], critic_out[-1], next_start[None])[0][0]  # (E,A)
-    return final_values, next_value
+    next_values, _ = critic.value(next_state[None], critic_out[-1], next_start[None])  # (1,E,A)
+    return final_values, next_values[0]
 
 
 # ==================================== ALGO LOGIC: PPO update ======================================
@@ -631,9 +867,11 @@ def value_error(error: torch.Tensor, use_huber: bool, delta: float) -> torch.Ten
 
 
 def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
-    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come with them: the part of
-    the update that --compile compiles (backward and optimiser steps stay eager)"""
-    # BPTT through each chunk (--recurrent; else chunks of 1); the hidden state resets where an episode starts inside it
+    """One mini-batch's losses, on the agent-steps of live agents, and the statistics that come
+    with them: the part of the update that --compile compiles (backward and optimiser steps stay
+    eager)"""
+    # BPTT through each chunk (--recurrent; else chunks of 1); the hidden state resets where an
+    # episode starts inside it
     logits, _ = actor(mb["obs"], mb["actor_h0"], mb["starts"])  # (C,mb,U)
     dist = MaskedCategorical(logits, mb["avail"])  # Suggestion 4: action masks
     logratio = dist.log_prob(mb["actions"]) - mb["logprobs"]
@@ -647,10 +885,11 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 
     # Value loss, on PopArt-normalised values, clipped around the rollout's value
     newvalue, _ = critic(mb["state"], mb["critic_h0"], mb["starts"])  # (C,mb)
-    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
+    huber = (args.use_huber, args.huber_delta)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], *huber)
     if args.clip_vloss:
-        v_clipped = mb["values"] + torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
-        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
+        v_change = torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
+        v_loss_clipped = value_error(mb["values"] + v_change - mb["returns"], *huber)
         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
     v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
 
@@ -659,21 +898,23 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
         old_approx_kl = masked_mean(-logratio, mb["policy_mask"])
         approx_kl = masked_mean((ratio - 1) - logratio, mb["policy_mask"])
         clipfrac = masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb["policy_mask"])
-        # 0 on the first mini-batch at zero policy lag: the update sees what the server saw (and with --recurrent the
-        # chunks rebuild the rollout's hidden states, the actor's and the critic's)
+        # 0 on the first mini-batch at zero policy lag: the update sees what the server saw (and
+        # with --recurrent the chunks rebuild the rollout's hidden states, the actor's and the
+        # critic's)
         ratio_dev = torch.where(mb["valid"], (ratio - 1.0).abs(), 0.0).max()
         value_dev = torch.where(mb["valid"], (newvalue - mb["values"]).abs(), 0.0).max()
     losses = dict(policy_loss=pg_loss, entropy=entropy_loss, value_loss=v_loss)
-    stats = dict(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac, ratio_dev=ratio_dev)
-    return dict(losses, **stats, value_dev=value_dev)
+    losses.update(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac)
+    return dict(losses, ratio_dev=ratio_dev, value_dev=value_dev)
 
 
 def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
-    """PPO epochs over N chunks of C steps, BPTT through each with --recurrent (C = 1 without: mappo.py's flat batch)
-    [MAPPO Suggestion 3: few epochs, one mini-batch]. b: obs (C,N,O+A), state (C,N,S), avail (C,N,U), alive, valid (not
-    padding) and starts (C,N), actions, logprobs, advantages, returns and old values (C,N) (the last two
-    PopArt-normalised), actor_h0 and critic_h0 (N,H): the hidden states entering each chunk. losses_of: ppo_losses, or
-    its compiled version. Returns the statistics to log."""
+    """PPO epochs over N chunks of C steps, BPTT through each with --recurrent (C = 1 without:
+    mappo.py's flat batch) [MAPPO Suggestion 3: few epochs, one mini-batch]. b: obs (C,N,O+A),
+    state (C,N,S), avail (C,N,U), alive, valid (not padding) and starts (C,N), actions, logprobs,
+    advantages, returns and old values (C,N) (the last two PopArt-normalised), actor_h0 and
+    critic_h0 (N,H): the hidden states entering each chunk. losses_of: ppo_losses, or its compiled
+    version. Returns the statistics to log."""
     b = dict(b)
     if args.norm_adv:  # over the active agent-steps only
         active_adv = b["advantages"][b["alive"]] if b["alive"].any() else b["advantages"]
@@ -684,16 +925,20 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
     N = b["advantages"].shape[1]
     minibatch_size = math.ceil(N / args.num_minibatches)  # whole chunks
-    clipfracs, first_ratio_dev, first_value_dev = [], 0.0, 0.0
+    clipfracs = []
+    first_ratio_dev = 0.0
+    first_value_dev = 0.0
     for epoch in range(args.update_epochs):
         b_inds = torch.randperm(N, device=b["advantages"].device)
         for start in range(0, N, minibatch_size):
-            mb_inds = b_inds[start : start + minibatch_size]  # whole chunks
-            mb = {k: v[mb_inds] if k.endswith("_h0") else v[:, mb_inds] for k, v in b.items()}  # (C,mb,...), (mb,H)
+            mb_inds = b_inds[start : start + minibatch_size]
+            # (C,mb,...), and the hidden states entering the chunks (mb,H)
+            mb = {k: v[mb_inds] if k.endswith("_h0") else v[:, mb_inds] for k, v in b.items()}
             losses = losses_of(actor, critic, mb, args)
             clipfracs.append(losses["clipfrac"].item())
             if epoch == 0 and start == 0:
-                first_ratio_dev, first_value_dev = losses["ratio_dev"].item(), losses["value_dev"].item()
+                first_ratio_dev = losses["ratio_dev"].item()
+                first_value_dev = losses["value_dev"].item()
 
             # actor and critic share no parameter: one backward gives each its own loss's gradient
             actor_optimizer.zero_grad()
@@ -705,35 +950,40 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
             actor_optimizer.step()
             critic_optimizer.step()
 
-    last = {k: losses[k] for k in ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")}
-    stats = {f"losses/{k}": v.item() for k, v in dict(last, grad_norm=grad_norm, critic_grad_norm=critic_grad_norm).items()}
-    stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/first_value_dev": first_value_dev})
-    return dict(stats, **{"losses/clipfrac": np.mean(clipfracs)})
+    logged = ("value_loss", "policy_loss", "entropy", "old_approx_kl", "approx_kl")
+    last = {k: losses[k] for k in logged}
+    last.update(grad_norm=grad_norm, critic_grad_norm=critic_grad_norm)
+    stats = {f"losses/{k}": v.item() for k, v in last.items()}
+    stats.update({"losses/first_ratio_dev": first_ratio_dev, "losses/clipfrac": np.mean(clipfracs)})
+    stats["losses/first_value_dev"] = first_value_dev
+    return stats
 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
-    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first ceil(N/E) episodes (no
-    bias to short ones), the first N count. Returns (win rate, mean team return); None on a stop (Ctrl-C). Every
-    episode starts from a zero hidden state."""
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple]:
+    """Greedy evaluation, or with actions sampled from `generator`: each env plays its first
+    ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
+    return); None on a stop (Ctrl-C). Every episode starts from a zero hidden state."""
     per_env = math.ceil(num_episodes / envs.num_envs)
     results = [[] for _ in range(envs.num_envs)]
     ep_return = np.zeros(envs.num_envs)
-    actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.hidden_size), device=device)  # (E,A,H)
-    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)  # (1,E,A)
+    # --recurrent: each env's actor state, and whether its next step begins an episode
+    actor_h = torch.zeros((envs.num_envs, envs.num_agents, actor.hidden_size), device=device)
+    starts = torch.ones((1, envs.num_envs, envs.num_agents), dtype=torch.bool, device=device)
     nxt = envs.reset()
     while min(len(r) for r in results) < per_env:
         if stop:  # Ctrl-C or SIGTERM (Run.stop's list)
             return None
-        x = actor_input(torch.from_numpy(nxt["obs"]).to(device), agent_ids)[None]  # (1,E,A,O+A)
-        logits, actor_hs = actor(x, actor_h, starts)  # (1,E,A,U), (1,E,A,H)
-        actor_h = actor_hs[0]
-        dist = MaskedCategorical(logits[0], torch.from_numpy(nxt["avail"]).to(device))  # (E,A,U)
+        obs = torch.as_tensor(nxt["obs"], device=device)  # (E,A,O)
+        avail = torch.as_tensor(nxt["avail"], device=device)  # (E,A,U)
+        logits, actor_hs = actor(actor_input(obs, agent_ids)[None], actor_h, starts)  # (1,E,A,U)
+        actor_h = actor_hs[0]  # (E,A,H)
+        dist = MaskedCategorical(logits[0], avail)
         action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
         nxt = envs.step(action.cpu().numpy())
-        done = nxt["terminated"] | nxt["truncated"]  # (E,) where the envs gave it
-        starts[0] = torch.from_numpy(done).to(device).unsqueeze(-1)  # (E,1) -> (E,A)
+        done = nxt["terminated"] | nxt["truncated"]  # (E,)
+        starts[0] = torch.as_tensor(done, device=device).unsqueeze(-1)  # (E,1) -> (E,A)
         ep_return += nxt["reward"]
         for e in np.flatnonzero(done):
             if len(results[e]) < per_env:
@@ -744,7 +994,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple]:
     """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
     generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
     rate, sampled return]); None after a stop"""
@@ -767,105 +1017,143 @@ def train(args: Args, ckpt: Optional[dict] = None):
     # env setup: the eval envs come first and tell the sizes
     print(f"{args.env_id}: starting the envs (JAX envs compile their first steps, up to a minute)", flush=True)
     eval_seed = args.seed + 100_000
-    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)  # None: on the host
+    # None: the envs step on the host
+    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
-    check(not eval_envs.continuous, f"{args.env_id} has continuous actions: this script is discrete-only (mappo.py has both)")
-    A, U, O = eval_envs.num_agents, eval_envs.num_actions, eval_envs.obs_dim
-    C = args.data_chunk_length if args.recurrent else 1  # feed-forward: chunks of one step, mappo.py's flat batch
-    N = math.ceil(args.num_steps / C) * args.num_envs * A  # chunks per rollout
-    check(args.num_minibatches <= N, f"--num-minibatches {args.num_minibatches} exceeds the {N} chunks of a rollout")
-    agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
+    discrete_only = "this script is discrete-only (mappo.py has both)"
+    check(not eval_envs.continuous, f"{args.env_id} has continuous actions: {discrete_only}")
+    A = eval_envs.num_agents
+    U = eval_envs.num_actions
+    O = eval_envs.obs_dim
     S_env = eval_envs.state_dim
+    # feed-forward: chunks of one step, mappo.py's flat batch
+    C = args.data_chunk_length if args.recurrent else 1
+    N = math.ceil(args.num_steps / C) * args.num_envs * A  # chunks per rollout
+    too_many = f"--num-minibatches {args.num_minibatches} exceeds the {N} chunks of a rollout"
+    check(args.num_minibatches <= N, too_many)
+    agent_ids = torch.eye(A, device=device)  # (A,A) one-hot ids
     S = {"as": S_env + O + A, "ep": S_env + A, "cl": A * O}[args.state_type]  # critic input width
     critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
     net = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
     actor = Actor(O + A, U, *net, gain=args.gain, recurrent=args.recurrent).to(device)
     critic = Critic(S, *net, recurrent=args.recurrent).to(device)
-    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)  # MAPPO: Adam eps 1e-5
+    # MAPPO: Adam with eps 1e-5
+    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)
     critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
-    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)  # checkpoints, logs, Ctrl-C
+    # checkpoints, logs, Ctrl-C
+    run = Run(args, ckpt, actor, critic, actor_optimizer, critic_optimizer, eval_envs)
     losses_of = ppo_losses  # --compile: compiled at its first call, CUDA graphs on a GPU
     if args.compile:
         losses_of = torch.compile(ppo_losses, mode="reduce-overhead" if device.type == "cuda" else None)
-    eval_generator = torch.Generator(device).manual_seed(eval_seed)  # sampled evaluation (--eval-sampled) only
+    # for the sampled evaluation (--eval-sampled) only
+    eval_generator = torch.Generator(device).manual_seed(eval_seed)
+    evaluate_now = partial(evaluation, actor, eval_envs, args, agent_ids, device, generator=eval_generator)
     if args.eval_only:
-        return report_eval_only(args, eval_envs, evaluation(actor, eval_envs, args, agent_ids, device, (), eval_generator))
+        return report_eval_only(args, eval_envs, evaluate_now(stop=()))
 
-    # ASYNC: the env clients join; the inference server acts while the learner trains [Async MAPPO: SEED]
-    layout = message_layout(args.num_envs // (args.num_clients * args.num_splits), A, O, S_env, U)  # k envs per split
+    # ASYNC: the env clients join, and the inference server acts while the learner trains
+    # [Async MAPPO: SEED]
+    T = args.num_steps
+    H = actor.hidden_size
+    envs_per_split = args.num_envs // (args.num_clients * args.num_splits)
+    layout = message_layout(envs_per_split, A, O, S_env, U)
     acting = Acting(args, actor, agent_ids, device, layout, rendezvous(args), version=run.iteration)
-    T, E, H = args.num_steps, args.num_envs, actor.hidden_size
-    critic_h = torch.zeros((E, A, H), device=device)  # (E,A,H) --recurrent: carried from rollout to rollout
-    start = torch.ones(E, dtype=torch.bool, device=device)  # (E,) every env begins an episode
+    # --recurrent: each env's critic state, carried from rollout to rollout
+    critic_h = torch.zeros((args.num_envs, A, H), device=device)  # (E,A,H)
+    # whether each env's next step begins an episode: every env's first does
+    start = torch.ones(args.num_envs, dtype=torch.bool, device=device)  # (E,)
     run.start()
-    if run.missed_evaluation():  # a stop cut the last update's evaluation: made up first, so the history has no hole
-        run.make_up_evaluation(evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator))
+    # a stop cut the last update's evaluation: made up first, so the history has no hole
+    if run.missed_evaluation():
+        run.make_up_evaluation(evaluate_now(stop=run.signals))
     first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
     iteration = run.iteration
-    while run.global_step < run.total:  # a lost client's envs are left out: more, smaller rollouts to the same total
-        iteration, iteration_start = iteration + 1, time.time()
+    # a lost client's envs are left out: more, smaller rollouts to the same total
+    while run.global_step < run.total:
+        iteration += 1
+        iteration_start = time.time()
         if args.anneal_lr:
             frac = 1.0 - run.global_step / run.total
             actor_optimizer.param_groups[0]["lr"] = frac * args.learning_rate
             critic_optimizer.param_groups[0]["lr"] = frac * args.critic_learning_rate
 
-        # acted by the server while the learner trained on the last one; envs (E,): the env indices in it, all but a
-        # lost client's, no more than the budget has steps left for
-        # at least one split's envs: a run resumed with another --num-steps may have less than T steps per env left
-        max_envs = max((run.total - run.global_step) // T, layout["obs"][0])
-        collected = acting.rollout(run, device, max_envs)
-        if collected is None:
+        # acted by the server while the learner trained on the last one, on all envs but a lost
+        # client's, no more than the budget has steps left for, and at least one split's (a run
+        # resumed with another --num-steps may have less than T steps per env left)
+        max_envs = max((run.total - run.global_step) // T, envs_per_split)
+        seen, out, acted = acting.rollout(run, max_envs)
+        if seen is None:
             break
-        host, actions, logprobs, out, actor_hs, versions, finished, envs = collected  # actor_hs (T,E,A,H) entering each step
+        envs = torch.as_tensor(acted["envs"], device=device)  # (E,) on the run's env axis
         E = len(envs)  # this rollout's envs: all of them unless a client was lost
         run.global_step += E * T
-        lag = (iteration - 1) - versions  # (T,E) updates between the acting policy and this update's
-        episodes = {"finished": finished}
+        # (T,E) updates between the acting policy and this update's
+        lag = (iteration - 1) - acted["versions"]
+        episodes = {"finished": acted["episodes"]}
 
-        # the rollout to the device, one copy per buffer; final_* only at the n steps where an episode was truncated
-        b = {k: torch.from_numpy(v[host["truncated"]] if k.startswith("final_") else v).to(device) for k, v in host.items()}
-        nxt = {k: torch.from_numpy(out[k]).to(device) for k in ("obs", "env_state", "alive")}
+        # the rollout to the device, one copy per buffer; final_* only at the n steps where an
+        # episode was truncated
+        truncated = seen["truncated"]
+        b = {k: torch.as_tensor(v[truncated] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
+        nxt = {k: torch.as_tensor(out[k], device=device) for k in ("obs", "env_state", "alive")}
         state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
-        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S), n truncated steps
+        final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S)
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
+        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"])
+        batch.update(actions=b["actions"], logprobs=b["logprobs"])  # (T,E,A,...) each
         with torch.no_grad():
-            # the critic over the whole rollout in one scan (it did not change during it), then GAE. Step t begins an
-            # episode where step t-1 ended one: derived from the dones, so the ratio test also checks the server's resets
+            # the critic over the whole rollout in one scan (it did not change during it), then
+            # GAE. Step t begins an episode where step t-1 ended one: derived from the dones, so
+            # the ratio test also checks the server's resets
             done = b["terminated"] | b["truncated"]  # (T,E)
-            starts = torch.cat([start[envs][None], done[:-1]]).unsqueeze(-1).expand(T, E, A)  # (T,E,A)
+            begins = torch.cat([start[envs][None], done[:-1]])  # (T,E)
+            starts = begins.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
             h0 = critic_h[envs]  # (E,A,H) this rollout's envs' critic states, one gather
-            values, critic_out = critic.value(state, h0, starts)  # (T,E,A) V(s_t) in return units, (T,E,A,H)
+            # V(s_t) in return units, and the critic's states after each step
+            values, critic_out = critic.value(state, h0, starts)  # (T,E,A), (T,E,A,H)
             critic_hs = torch.cat([h0[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-            final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
-            critic_h[envs], start[envs] = critic_out[-1], done[-1]  # carried into the next rollout
-            advantages, returns = compute_gae(
-                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda
-            )
-            if args.use_popart:  # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+            bootstrap_args = (final_state, next_state, done[-1], b["truncated"])
+            final_values, next_value = bootstrap_values(critic, critic_out, *bootstrap_args)
+            # carried into the next rollout
+            critic_h[envs] = critic_out[-1]
+            start[envs] = done[-1]
+            gae_args = (b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda)
+            advantages, returns = compute_gae(b["reward"], values, next_value, *gae_args)
+            # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
+            if args.use_popart:
                 critic.popart.update(returns)
             returns_n = critic.popart.normalize(returns.unsqueeze(-1)).squeeze(-1)  # (T,E,A)
-            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)  # old values under the new statistics
-        # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored hidden states
-        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"], starts=starts)
-        batch.update(actions=actions, logprobs=logprobs, advantages=advantages, returns=returns_n, values=values_n)
-        batch = {k: to_chunks(v, C) for k, v in dict(batch, valid=torch.ones_like(b["alive"])).items()}  # (C,N,...)
-        batch.update(actor_h0=actor_hs[::C].flatten(0, -2), critic_h0=critic_hs[::C].flatten(0, -2))  # (N,H)
+            # the old values under the new statistics
+            values_n = critic.popart.normalize(values.unsqueeze(-1)).squeeze(-1)
+        batch.update(starts=starts, advantages=advantages, returns=returns_n, values=values_n)
+        batch["valid"] = torch.ones_like(b["alive"])  # not padding
+        # ALGO LOGIC: cut the rollout into chunks of C steps; each chunk starts from its stored
+        # hidden states
+        batch = {k: to_chunks(v, C) for k, v in batch.items()}  # (C,N,...)
+        batch["actor_h0"] = b["actor_hs"][::C].flatten(0, -2)  # (N,H)
+        batch["critic_h0"] = critic_hs[::C].flatten(0, -2)  # (N,H)
 
         update_start = time.time()
         stats = ppo_update(actor, critic, actor_optimizer, critic_optimizer, batch, args, losses_of)
-        acting.publish(actor, iteration)  # the server acts with it from its next forward; the buffer is free
-        stats.update({"time/update": time.time() - update_start, **acting.take_stats()})
+        # the server acts with it from its next forward; the rollout's buffer is free
+        acting.publish(actor, iteration)
+        stats["time/update"] = time.time() - update_start
+        stats.update(acting.take_stats())
         if args.compile and iteration == first_iteration:
             print(f"--compile: the first update took {stats['time/update']:.1f} s, compiling included", flush=True)
         stats.update({"stats/policy_lag": lag.mean(), "stats/policy_lag_max": lag.max()})
-        y_true, y_pred = returns.cpu().numpy(), values.cpu().numpy()
-        stats["losses/explained_variance"] = np.nan if np.var(y_true) == 0 else 1 - np.var(y_true - y_pred) / np.var(y_true)
-        seconds, result = time.time() - iteration_start, None  # the time to train, evaluation not included
+        y_true = returns.cpu().numpy()
+        y_pred = values.cpu().numpy()
+        var_y = np.var(y_true)
+        stats["losses/explained_variance"] = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        seconds = time.time() - iteration_start  # the time to train, evaluation not included
 
-        if args.eval_interval and (iteration % args.eval_interval == 0 or run.global_step == run.total):
+        result = None
+        last = run.global_step == run.total
+        if args.eval_interval and (iteration % args.eval_interval == 0 or last):
             eval_start = time.time()
-            result = evaluation(actor, eval_envs, args, agent_ids, device, run.signals, eval_generator)
+            result = evaluate_now(stop=run.signals)
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
     run.finish(acting)
@@ -948,7 +1236,8 @@ class JaxVecEnv:
 class SMAXVecEnv(JaxVecEnv):
     """JaxMARL's SMAX against its heuristic enemy."""
 
-    has_wins, continuous = True, False
+    has_wins = True
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax.numpy as jnp
@@ -967,7 +1256,8 @@ class SMAXVecEnv(JaxVecEnv):
         self.num_actions = env.num_ally_actions
 
         def observe(st):
-            obs, avail = env.get_obs(st), env.get_avail_actions(st)
+            obs = env.get_obs(st)
+            avail = env.get_avail_actions(st)
             return dict(
                 obs=jnp.stack([obs[a] for a in env.agents]),  # (A,O)
                 env_state=env.get_world_state(st),  # (S_env,)
@@ -1006,7 +1296,8 @@ class HanabiVecEnv(JaxVecEnv):
     Reward: the score's change, minus the score when the last life is lost, so an episode's return
     is its score (0 to 25; 0 when the lives ran out). No time limit."""
 
-    has_wins, continuous = False, False
+    has_wins = False
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import jax
@@ -1114,15 +1405,16 @@ class GenericVecEnv:
             self.low = np.stack([sp.low.reshape(-1) for sp in act_spaces])  # (A,U)
             self.high = np.stack([sp.high.reshape(-1) for sp in act_spaces])  # (A,U)
 
-        E, A, O, U = num_envs, len(self.agents), max(self.obs_dims), max(sizes)
-        self.num_envs = E
+        A = len(self.agents)
+        U = max(sizes)
+        self.num_envs = num_envs
         self.num_agents = A
-        self.obs_dim = O
+        self.obs_dim = max(self.obs_dims)
         self.num_actions = U
         self.avail = np.arange(U)[None] < self.act_dims[:, None]  # (A,U): padding unavailable
         # the critic's env state: all observations, unless the env has a state() of its own
         # (PettingZoo's ParallelEnv always has one, which raises where the env has none)
-        self.state_dim = A * O
+        self.state_dim = A * self.obs_dim
         self.has_state = False
         if self.use_state and callable(getattr(env.unwrapped, "state", None)):
             env.reset(seed=seed)
@@ -1134,12 +1426,13 @@ class GenericVecEnv:
         self.time_limit = limits[0] if limits else None
         if self.time_limit is None and self.kind == "gym":
             self.time_limit = env.spec.max_episode_steps  # None where its registration gives none
-        self.steps = np.zeros(E, dtype=np.int64)  # steps into each env's episode
+        self.steps = np.zeros(num_envs, dtype=np.int64)  # steps into each env's episode
 
     def batch(self) -> dict:
         """Empty outputs of all envs: obs (E,A,O), env_state (E,S_env), avail (E,A,U),
         alive (E,A)"""
-        E, A = self.num_envs, self.num_agents
+        E = self.num_envs
+        A = self.num_agents
         out = dict(obs=np.zeros((E, A, self.obs_dim), np.float32))
         out["env_state"] = np.zeros((E, self.state_dim), np.float32)
         out["avail"] = np.broadcast_to(self.avail, (E, *self.avail.shape)).copy()
@@ -1200,7 +1493,8 @@ class GenericVecEnv:
             gone = ()
         self.steps[e] += 1
         if self.time_limit is not None and self.steps[e] >= self.time_limit:
-            terminated, truncated = False, True
+            terminated = False
+            truncated = True
         reward = sum(rewards) if self.team_reward == "sum" else sum(rewards) / len(rewards)
         return (obs, infos, gone), reward, terminated, truncated
 
@@ -1299,7 +1593,8 @@ class VMASVecEnv:
     that evaluation envs do not change the training envs' draws (on a GPU, VMAS also draws from
     torch's CUDA generator, which the policy shares)."""
 
-    has_wins, continuous = False, True
+    has_wins = False
+    continuous = True
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import vmas
@@ -1316,11 +1611,13 @@ class VMASVecEnv:
         same_size = len({sp.shape for sp in spaces}) == 1
         check(same_size, f"{env_id}: agents with different action sizes are not supported")
         self.obs_dims = [sp.shape[0] for sp in self.env.observation_space.spaces]
-        E, A, O, U = num_envs, self.env.n_agents, max(self.obs_dims), spaces[0].shape[0]
+        E = num_envs
+        A = self.env.n_agents
+        U = spaces[0].shape[0]
         self.num_envs = E
         self.num_agents = A
-        self.obs_dim = O
-        self.state_dim = A * O
+        self.obs_dim = max(self.obs_dims)
+        self.state_dim = A * self.obs_dim
         self.num_actions = U
         # the action bounds (A,U), where VMAS runs
         on = self.env.device
@@ -1422,7 +1719,8 @@ class SMACliteVecEnv:
     """SMAClite (pure Python, slow): the envs split over worker processes that step their slices
     in parallel."""
 
-    has_wins, continuous = True, False
+    has_wins = True
+    continuous = False
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
         import gymnasium as gym
@@ -1438,7 +1736,8 @@ class SMACliteVecEnv:
         workers = min(num_envs, num_workers or os.cpu_count() or 1)
         self.slices = np.array_split(np.arange(num_envs), workers)
         ctx = mp.get_context("spawn")  # no fork of a process that holds torch threads
-        self.pipes, self.procs = [], []
+        self.pipes = []
+        self.procs = []
         for idx in self.slices:
             parent, child = ctx.Pipe()
             seeds = [seed + int(i) for i in idx]
@@ -1543,10 +1842,15 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
     "simple_reference_v3": dict(update_epochs=15, activation="relu"),
     "simple_speaker_listener_v4": dict(update_epochs=15, activation="tanh"),
 }
-# Async MAPPO Table 2 (--recurrent): batch magnification over the serial 8 envs x 400 steps -> num-envs; sample reuse
-ASYNC_TABLE_2 = {m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")}
-ASYNC_TABLE_2.update({"3s_vs_5z": dict(num_envs=60, update_epochs=15), "27m_vs_30m": dict(num_envs=16, update_epochs=5)})
-ASYNC_TABLE_2["MMM2"] = dict(num_envs=48, update_epochs=5)
+# Async MAPPO Table 2 (--recurrent): its batch magnification over the serial 8 envs x 400 steps
+# (num-envs) and sample reuse (update-epochs)
+ASYNC_TABLE_2 = {
+    **{m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m")},
+    "3s5z_vs_3s6z": dict(num_envs=60, update_epochs=10),
+    "3s_vs_5z": dict(num_envs=60, update_epochs=15),
+    "27m_vs_30m": dict(num_envs=16, update_epochs=5),
+    "MMM2": dict(num_envs=48, update_epochs=5),
+}
 # scenario -> its make_env kwargs: BenchMARL's VMAS task configs (benchmarl/conf/task/vmas)
 VMAS_SCENARIOS = {
     "navigation": dict(max_steps=100, n_agents=3, collisions=True, agents_with_same_goal=1)
@@ -1714,11 +2018,13 @@ def restore(parts: dict, ckpt: dict, resume: bool, env_id: str):
 
 
 def env_launch() -> dict:
-    """The env:// variables of a launcher (torchrun, a SLURM script) -> the flags they stand for: RANK 0 the learner,
-    the others its env clients, WORLD_SIZE - 1 clients; {} where RANK or WORLD_SIZE is not set"""
+    """The env:// variables of a launcher (torchrun, a SLURM script) -> the flags they stand for:
+    RANK 0 the learner, the others its env clients, WORLD_SIZE - 1 clients; {} where RANK or
+    WORLD_SIZE is not set"""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         return {}
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
     check(world >= 2, f"WORLD_SIZE {world}: a launch needs the learner and at least one env client")
     flags = dict(role="client" if rank else "learner", rank=rank, num_clients=world - 1)
     if "MASTER_ADDR" in os.environ:
@@ -1729,108 +2035,152 @@ def env_launch() -> dict:
 
 
 def rendezvous(args: Args) -> list:
-    """The learner's side: the store listens on --master-addr only (--role all: on a free port, and the env clients start
-    here as processes), then the gloo group forms. -> the local client processes"""
-    port, timeout = args.master_port, datetime.timedelta(seconds=args.client_timeout)
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent already serves a store there
-        store = tdist.TCPStore(args.master_addr, port, None, False, timeout)
+    """The learner's side: the store listens on --master-addr only (--role all: on a free port, and
+    the env clients start here as processes), then the gloo group forms. -> the local client
+    processes"""
+    port = args.master_port
+    timeout = datetime.timedelta(seconds=args.client_timeout)
+    # torchrun's agent already serves a store there
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        store = tdist.TCPStore(args.master_addr, port, timeout=timeout)
     else:
-        try:  # torch's TCPStore would listen on every interface: it gets a socket bound to --master-addr
-            family = socket.AF_INET6 if ":" in args.master_addr else socket.AF_INET
-            sock = socket.create_server((args.master_addr, 0 if args.role == "all" else port), family=family)
+        # torch's TCPStore would listen on every interface: it gets a socket bound to --master-addr
+        family = socket.AF_INET6 if ":" in args.master_addr else socket.AF_INET
+        address = (args.master_addr, 0 if args.role == "all" else port)
+        try:
+            sock = socket.create_server(address, family=family)
         except OSError as e:
             check(False, f"cannot listen on {args.master_addr}:{port} for the rendezvous ({e})")
         port = sock.getsockname()[1]
-        store = tdist.TCPStore(args.master_addr, port, None, True, timeout, False, master_listen_fd=sock.detach())
-    store = tdist.PrefixStore("cleanmappo", store)  # our keys apart from a launcher's
-    store.set("args", json.dumps(asdict(args)))  # the run's settings, for the clients
-    store.set("script", script_digest())  # a client of another version of this script is refused
-    cmd = [sys.executable, os.path.abspath(__file__), "--role", "client", "--master-addr", args.master_addr]
+        # the store's server, on that socket, not waiting for the clients
+        master = dict(is_master=True, wait_for_workers=False, master_listen_fd=sock.detach())
+        store = tdist.TCPStore(args.master_addr, port, timeout=timeout, **master)
+    # our keys apart from a launcher's
+    store = tdist.PrefixStore("cleanmappo", store)
+    # the run's settings, for the clients
+    store.set("args", json.dumps(asdict(args)))
+    # a client of another version of this script is refused
+    store.set("script", script_digest())
+    script = os.path.abspath(__file__)
+    cmd = [sys.executable, script, "--role", "client", "--master-addr", args.master_addr]
     cmd += ["--master-port", str(port), "--client-timeout", str(args.client_timeout), "--rank"]
     local = args.num_clients if args.role == "all" else 0
     procs = [subprocess.Popen([*cmd, str(c + 1)], stdin=subprocess.DEVNULL) for c in range(local)]
-    # a learner that exits before acting ends them (a stop in the warm-up, an error) takes them along
+    # a learner that exits before acting (a stop in the warm-up, an error) takes them along
     atexit.register(lambda: [proc.kill() for proc in procs if proc.poll() is None])
     join(store, 0, args, procs)
     return procs
 
 
 def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] = None):
-    """Waits, at most --client-timeout s, for every process to be in the store (a local client that exits, or a learner
-    that is gone, ends the wait), then forms the gloo group of the learner (rank 0) and the clients"""
+    """Waits, at most --client-timeout s, for every process to be in the store (a local client that
+    exits, or a learner that is gone, ends the wait), then forms the gloo group of the learner
+    (rank 0) and the clients"""
     if args.master_addr in ("127.0.0.1", "localhost"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo listens on the loopback interface only
-    keys, deadline = [f"joined/{r}" for r in range(args.num_clients + 1)], time.time() + args.client_timeout
-    rejoin = "gloo's group is fixed once formed: restart the run from its checkpoint (--resume) to use this client again"
-    check(not store.check(["formed"]), f"rank {rank}: this run's group has formed already; {rejoin}")
-    store.set(keys[rank], "1")  # before the group forms, a client started again takes its place
+        # gloo listens on the loopback interface only
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    keys = [f"joined/{r}" for r in range(args.num_clients + 1)]
+    deadline = time.time() + args.client_timeout
+    formed = f"rank {rank}: this run's group has formed already; gloo's group is fixed once formed:"
+    formed += " restart the run from its checkpoint (--resume) to use this client again"
+    check(not store.check(["formed"]), formed)
+    # before the group forms, a client started again takes its place
+    store.set(keys[rank], "1")
     while not store.check(keys):
         for c, proc in enumerate(procs):
-            check(proc.poll() is None, f"env client {c + 1} exited with status {proc.returncode} before the rendezvous")
+            running = proc.poll() is None
+            exited = f"env client {c + 1} exited with status {proc.returncode}"
+            check(running, f"{exited} before the rendezvous")
         check(parent is None or os.getppid() == parent, "the learner is gone")
         joined = f"{sum(store.check([key]) for key in keys)} of {len(keys)} processes joined"
         check(time.time() < deadline, f"{joined} within --client-timeout {args.client_timeout:g} s")
         time.sleep(0.05)
-    tdist.init_process_group("gloo", store=store, rank=rank, world_size=len(keys), timeout=datetime.timedelta(days=1))
+    timeout = datetime.timedelta(days=1)
+    tdist.init_process_group("gloo", store=store, rank=rank, world_size=len(keys), timeout=timeout)
     store.set("formed", "1")
 
 
 def client(args: Args):
-    """--role client: env client --rank of the learner at --master-addr:--master-port, until the run ends"""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the learner's to handle: it stops the clients
-    deadline, learner = time.time() + args.client_timeout, (args.master_addr, args.master_port)
-    while True:  # plain connects until the learner listens (a failed TCPStore connect logs a C++ stack trace)
+    """--role client: env client --rank of the learner at --master-addr:--master-port, until the
+    run ends"""
+    # Ctrl-C is the learner's to handle: it stops the clients
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deadline = time.time() + args.client_timeout
+    learner = (args.master_addr, args.master_port)
+    at = f"{args.master_addr}:{args.master_port}"
+    # plain connects until the learner listens (a failed TCPStore connect logs a C++ stack trace)
+    while True:
         with contextlib.suppress(OSError), socket.create_connection(learner, timeout=1):
             break
-        no_learner = f"env client {args.rank}: no learner at {args.master_addr}:{args.master_port}"
+        no_learner = f"env client {args.rank}: no learner at {at}"
         check(os.getppid() == STARTED_BY and time.time() < deadline, no_learner)
         time.sleep(0.1)
     try:
-        store = tdist.TCPStore(*learner, None, False, datetime.timedelta(seconds=args.client_timeout))
+        timeout = datetime.timedelta(seconds=args.client_timeout)
+        store = tdist.TCPStore(*learner, timeout=timeout)
         store = tdist.PrefixStore("cleanmappo", store)  # the learner's keys
+        # the run's settings
         init = [f.name for f in fields(Args) if f.init]
-        run_args = Args(**{k: v for k, v in json.loads(store.get("args")).items() if k in init})  # the run's settings
-        check(args.rank <= run_args.num_clients, f"--rank {args.rank} must be 1 .. {run_args.num_clients}, the run's clients")
-        other = f"env client {args.rank}: the learner at {args.master_addr}:{args.master_port} runs another"
-        check(store.get("script").decode() == script_digest(), f"{other} version of {os.path.basename(__file__)}")
-        for name in flags_given(sys.argv[1:]) - {"role", "rank", "master_addr", "master_port", "client_timeout"}:
-            mine, theirs = getattr(args, name), getattr(run_args, name)
-            check(mine == theirs, f"{other} run: its --{name.replace('_', '-')} is {theirs}, this client's {mine}")
+        saved = json.loads(store.get("args"))
+        run_args = Args(**{k: v for k, v in saved.items() if k in init})
+        clients = run_args.num_clients
+        check(args.rank <= clients, f"--rank {args.rank} must be 1 .. {clients}, the run's clients")
+        other = f"env client {args.rank}: the learner at {at} runs another"
+        same_script = store.get("script").decode() == script_digest()
+        check(same_script, f"{other} version of {os.path.basename(__file__)}")
+        # the flags a client may set apart from the run's; any other it is given must match
+        own = {"role", "rank", "master_addr", "master_port", "client_timeout"}
+        for name in flags_given(sys.argv[1:]) - own:
+            mine = getattr(args, name)
+            theirs = getattr(run_args, name)
+            flag = name.replace("_", "-")
+            check(mine == theirs, f"{other} run: its --{flag} is {theirs}, this client's {mine}")
         join(store, args.rank, run_args, parent=STARTED_BY)
-        over = threading.Event()  # the learner said the run is over: it may be gone before this client has closed
-        threading.Thread(target=watch_learner, args=(learner, args.rank, args.client_timeout, over), daemon=True).start()
+        # the learner said the run is over: it may be gone before this client has closed
+        over = threading.Event()
+        watchdog = (learner, args.rank, args.client_timeout, over)
+        threading.Thread(target=watch_learner, args=watchdog, daemon=True).start()
         env_client(run_args, args.rank - 1, over)
-    except RuntimeError as e:  # the learner is gone
-        print(f"env client {args.rank}: stopped, the learner is gone ({gloo_reason(e)})", file=sys.stderr)
+    except RuntimeError as e:
+        # the learner is gone
+        gone = f"env client {args.rank}: stopped, the learner is gone ({gloo_reason(e)})"
+        print(gone, file=sys.stderr)
         sys.exit(1)
 
 
 def watch_learner(learner: tuple, rank: int, timeout: float, over: threading.Event):
-    """A client's watchdog: a learner whose machine or link went away sends no error to a client waiting for actions,
-    so every few seconds its rendezvous port must take a connection within --client-timeout, or the client exits (1)"""
+    """A client's watchdog: a learner whose machine or link went away sends no error to a client
+    waiting for actions, so every few seconds its rendezvous port must take a connection within
+    --client-timeout, or the client exits (1)"""
     while not over.wait(min(timeout / 4, 5.0)):
         try:
             socket.create_connection(learner, timeout=timeout).close()
         except OSError as e:
-            if over.is_set():  # the run ended meanwhile, and the learner with it
+            # the run ended meanwhile, and the learner with it
+            if over.is_set():
                 return
-            print(f"env client {rank}: stopped, the learner is unreachable ({e})", file=sys.stderr, flush=True)
-            os._exit(1)  # the main thread is blocked in gloo's receive: nothing else would end it
+            unreachable = f"env client {rank}: stopped, the learner is unreachable ({e})"
+            print(unreachable, file=sys.stderr, flush=True)
+            # the main thread is blocked in gloo's receive: nothing else would end it
+            os._exit(1)
 
 
 def flags_given(argv: list[str]) -> set[str]:
     """The Args fields named on a command line (--flag, --flag=value, --no-flag)"""
     names = {arg[2:].split("=")[0].replace("-", "_") for arg in argv if arg.startswith("--")}
-    return {name.removeprefix("no_") if name not in Args.__dataclass_fields__ else name for name in names}
+    known = Args.__dataclass_fields__
+    return {name if name in known else name.removeprefix("no_") for name in names}
 
 
 def script_digest() -> str:
+    """This file's SHA-256: the learner and its clients run the same script"""
     with open(__file__, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
 def gloo_reason(e: Exception) -> str:
-    return str(e).split("] ")[-1].split(". ")[0]  # gloo's reason, without its source path and advice
+    """gloo's reason for an error, without its source path and advice"""
+    return str(e).split("] ")[-1].split(". ")[0]
 
 
 def eval_summary(evals: list[list[float]], has_wins: bool) -> dict:
@@ -1874,11 +2224,11 @@ def episode_stats(episodes: dict, has_wins: bool) -> dict:
     the list emptied."""
     if not episodes["finished"]:
         return {}
-    # one row per episode finished in this rollout
-    returns, lengths, won = np.array(episodes["finished"]).T
+    # one row per episode finished in this rollout: return, length, won
+    finished = np.array(episodes["finished"])
     episodes["finished"] = []
-    stats = {"charts/episodic_return": returns.mean(), "charts/episodic_length": lengths.mean()}
-    return stats | ({"charts/win_rate": won.mean()} if has_wins else {})  # MPE has no win
+    stats = {"charts/episodic_return": finished[:, 0].mean(), "charts/episodic_length": finished[:, 1].mean()}
+    return stats | ({"charts/win_rate": finished[:, 2].mean()} if has_wins else {})  # MPE has no win
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):
@@ -2088,4 +2438,7 @@ class Run:
 
 if __name__ == "__main__":
     args, ckpt = parse_args()
-    client(args) if args.role == "client" else train(args, ckpt)
+    if args.role == "client":
+        client(args)
+    else:
+        train(args, ckpt)

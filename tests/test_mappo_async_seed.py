@@ -406,15 +406,15 @@ def test_a_rollout_leaves_a_lost_clients_envs_out():
     done_late = threading.Timer(0.3, lambda: acting.complete[0].add((1, 1)))  # client 2's last split, after a while
     done_late.start()
     start = time.time()
-    host, actions, logprobs, out, actor_hs, versions, episodes, envs = acting.rollout(run, torch.device("cpu"), max_envs=8)
+    seen, out, acted = acting.rollout(run, max_envs=8)
     assert time.time() - start >= 0.3, "taken before the live client's last split was done"
-    assert envs.tolist() == [4, 5, 6, 7]  # client 2's splits: envs 4-7
-    assert host["obs"].shape == (3, 4, 3, 5) and (host["obs"][:, :, 0, 0] == np.array([4, 5, 6, 7])).all()
-    assert actions.shape == logprobs.shape == (3, 4, 3) and actor_hs.shape == (3, 4, 3, 7) and versions.shape == (3, 4)
-    assert out["obs"].shape == (4, 3, 5) and acting.complete == [set()]
+    assert acted["envs"].tolist() == [4, 5, 6, 7]  # client 2's splits: envs 4-7
+    assert seen["obs"].shape == (3, 4, 3, 5) and (seen["obs"][:, :, 0, 0] == np.array([4, 5, 6, 7])).all()
+    assert seen["actions"].shape == seen["logprobs"].shape == (3, 4, 3) and seen["actor_hs"].shape == (3, 4, 3, 7)
+    assert acted["versions"].shape == (3, 4) and out["obs"].shape == (4, 3, 5) and acting.complete == [set()]
     acting.complete = [{(1, 0), (1, 1)}]
-    *_, envs = acting.rollout(run, torch.device("cpu"), max_envs=2)  # the budget has steps left for 2 envs
-    assert envs.tolist() == [4, 5]
+    _, _, acted = acting.rollout(run, max_envs=2)  # the budget has steps left for 2 envs
+    assert acted["envs"].tolist() == [4, 5]
 
 
 def test_lost_clients_the_run_goes_on_to_its_total(tmp_path):

@@ -64,10 +64,10 @@ def test_readme_links_into_the_results_doc_reach_its_headings():
 @pytest.mark.parametrize("script", ["mappo.py", "ippo.py", "mappo_rnn.py", "mappo_async_seed.py"])
 def test_help_shows_every_default_with_its_source(script, monkeypatch, capsys):
     """--help gives every env and algorithm flag its default and where that default comes from: [MAPPO: ...] or
-    [Async MAPPO: ...] for the papers, [ours...] for our own choice. The help texts are the fields' comments in Args."""
+    [Async MAPPO: ...] for the papers, [ours...] for our own choice. The help texts are the fields' docstrings in Args (CleanRL's form)."""
     source = (ROOT / script).read_text()
     args = source[source.index("    # env\n") : source.index("\n\n\n", source.index("    # env\n"))]
-    fields = re.findall(r"^    (\w+): .*?  # (.*)$", args, re.M)
+    fields = re.findall(r'^    (\w+): .*\n    """(.*)"""$', args, re.M)
     assert len(fields) >= 30, "the Args fields were not found"
     monkeypatch.setenv("COLUMNS", "400")  # one line per flag
     with pytest.raises(SystemExit):  # the script's own parse_args, in this process
