@@ -478,7 +478,8 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     (tmp_path / "throughput.json").write_text(json.dumps([dict(env_id="3m", sps=1.0), hanabi_speed]))
     assert update_readme.hanabi().splitlines()[4:] == [
         "",
-        "SPS on this machine, each run alone, in steady state: mappo.py 860 (`benchmark/measure/throughput.py`: its update is 87% of"
+        "SPS on this machine, each run alone, in steady state, each with its own configuration (a comparison of "
+        "configurations, not an implementation speed): mappo.py 860 (`benchmark/measure/throughput.py`: its update is 87% of"
         " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of a run alone: `bash benchmark/hanabi_10m.sh"
         " speed` for MAPPO, its 10M runs for IPPO).",
     ]  # the median seed (2): 100 steps in its median update, 2 s (not its mean, 2.45 s)
@@ -1134,10 +1135,44 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
     assert lines[2] == "| vmas/navigation | MAPPO | mappo.py | 2 | -1.00, -2.00 | -1.50 | -5.00, -5.00 | -5.00 |"
     assert lines[3] == "| vmas/navigation | MAPPO | BenchMARL MAPPO | 2 | 0.50, 1.50 | 1.00 | 0.50, 1.50 | 1.00 |"
     assert lines[5] == "Read over env steps 0.09M to 0.10M."  # no speed line without vmas_speed.json
-    speed = dict(task="navigation", algorithm="mappo", ours_sps=10294.0, benchmarl_sps=597.0, ratio=17.24)
-    (tmp_path / "vmas_speed.json").write_text(json.dumps(dict(machine="2-core CPU", command="cmd", rows=[speed])))
-    assert lines[5] + " Env steps trained per second" in update_readme.vmas()
-    assert "vmas/navigation MAPPO: ours 10,000, BenchMARL 600 (17x)." in update_readme.vmas()  # one timing: 2 digits
+    # vmas_speed.py's timings: 3 alternated per side at the shared setting, BenchMARL's also at its own configuration
+    ours_side = dict(sps=[3712.0, 3650.0, 3760.0], median=3712.0, range=[3650.0, 3760.0])
+    theirs_side = dict(sps=[3100.4, 3020.0, 3150.0], median=3100.4, range=[3020.0, 3150.0])
+    own_side = dict(sps=[251.2, 248.0, 255.0], median=251.2, range=[248.0, 255.0])
+    speed = dict(task="navigation", algorithm="mappo", ours=ours_side, benchmarl=theirs_side, ratio=3712.0 / 3100.4)
+    speed.update(benchmarl_own=own_side, own_ratio=3712.0 / 251.2)
+    setting = dict(name="60 envs x 100 steps", unequal="ours add LayerNorms")
+    result = dict(machine="2-core CPU", command="cmd", pinning="taskset -c 1", threads=1, setting=setting, frames=60000,
+                  own=dict(ours="VMAS_PRESET", benchmarl="base_experiment.yaml"), own_frames=18000, repeats=3, rows=[speed])  # fmt: skip
+    (tmp_path / "vmas_speed.json").write_text(json.dumps(result))
+    text = update_readme.vmas()
+    assert lines[5] + " Env steps trained per second" in text
+    assert "pinned to one core (`taskset -c 1`), 1 thread (OMP_NUM_THREADS)" in text and "the median of 3" in text
+    # equal work: the setting named, medians and ranges to 3 digits, the ratio of the medians
+    assert "At equal work, both sides at one shared setting (60 envs x 100 steps) and 60,000 env steps per run: " in text
+    assert "vmas/navigation MAPPO: ours 3,710 (3,650 to 3,760), BenchMARL 3,100 (3,020 to 3,150): 1.20x." in text
+    assert "Not made equal (the implementations' own): ours add LayerNorms." in text
+    # each side's own configuration, labelled as such
+    assert "Each with its own configuration, a comparison of configurations, not an implementation speed" in text
+    assert "vmas/navigation MAPPO: ours 3,710, BenchMARL 251 (248 to 255): 15x." in text
+    del result["own"]  # --no-own: the equal-work line only
+    (tmp_path / "vmas_speed.json").write_text(json.dumps(result))
+    assert "At equal work" in update_readme.vmas() and "its own configuration" not in update_readme.vmas()
+
+
+def test_vmas_speed_leaves_benchmarls_first_batch_out_and_gives_medians_and_ranges():
+    """vmas_speed.py: BenchMARL's speed from the runner's rows (cumulative wall time) after its first batch, as ours'
+    logged SPS leaves its warm-up out; each side's timings, their median and range"""
+    import vmas_speed
+
+    rows = [dict(step=6000, wall_time=5.0), dict(step=12000, wall_time=7.0), dict(step=18000, wall_time=9.5, eval_time=0.5)]
+    assert vmas_speed.after_first_batch(rows) == pytest.approx(12000 / 4.0)  # the warm-up's 5 s and the evaluation out
+    with pytest.raises(ValueError):
+        vmas_speed.after_first_batch(rows[:1])
+    assert vmas_speed.summary([3.0, 1.0, 2.0]) == dict(sps=[3.0, 1.0, 2.0], median=2.0, range=[1.0, 3.0])
+    assert vmas_speed.pinned(["python"], 1) == ["taskset", "-c", "1", "python"]
+    assert vmas_speed.pinned(["python"], None) == ["python"]
+    assert vmas_speed.one_thread(1)["OMP_NUM_THREADS"] == "1" == vmas_speed.one_thread(1)["MKL_NUM_THREADS"]
 
 
 def test_hard_maps_curves_put_ours_and_jaxmarl_on_one_figure(tmp_path):

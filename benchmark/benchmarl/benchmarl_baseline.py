@@ -9,7 +9,18 @@ one), and the evaluation interval if --evaluation-interval is given. Its default
 conf/experiment/base_experiment.yaml): 6000 frames per batch from 10 envs per worker, 45 minibatch iterations of 400, lr
 5e-5, gamma 0.99, max_n_frames 3M, evaluation every 120000 frames over 10 episodes with deterministic actions; MAPPO and
 IPPO with their own yaml (clip 0.2, entropy 0, GAE lambda 0.9, squared-error critic loss, a tanh-squashed Gaussian
-policy with a softplus-mapped scale).
+policy with a softplus-mapped scale); actor and critic MlpConfig (conf/model/layers/mlp.yaml): two 256-wide tanh layers.
+
+A "minibatch iteration" of BenchMARL's is a pass over the batch: each of the on_policy_n_minibatch_iters iterations
+samples ceil(frames per batch / minibatch size) mini-batches without replacement (Experiment._collection_loop), so its
+default is 45 epochs of 15 mini-batches of 400 frames, 675 gradient steps per batch. For a run at another setting
+(benchmark/measure/vmas_speed.py's equal-work timings) these options set the experiment's and the models' fields, each
+left as BenchMARL's when not given:
+  --n-envs-per-worker (on_policy_n_envs_per_worker), --frames-per-batch (on_policy_collected_frames_per_batch),
+  --minibatch-iters (on_policy_n_minibatch_iters: epochs), --minibatch-size (on_policy_minibatch_size),
+  --num-cells (MlpConfig.num_cells of actor and critic, e.g. 64 64), --no-evaluation (evaluation False: no evaluation,
+  not even BenchMARL's first one at iteration 0).
+e.g. mappo.py's VMAS_PRESET update, 10 epochs of one full batch of 6000: --minibatch-iters 10 --minibatch-size 6000.
 
 Install (a separate venv, not the repo's; torch's CPU wheel first, and the torchvision built for it, or pip replaces
 them with CUDA builds):
@@ -83,12 +94,35 @@ def parse_args(argv=None):
     p.add_argument("--out", required=True, help="JSON: meta and one row per iteration")
     p.add_argument("--checkpoint", default=None, help="a file to resume from and to save to (see Resuming above)")
     p.add_argument("--checkpoint-interval", type=int, default=30000, help="frames between saves (a multiple of 6000)")
+    # another setting than BenchMARL's (see above); each None: BenchMARL's
+    p.add_argument("--n-envs-per-worker", type=int, default=None, help="on_policy_n_envs_per_worker (default 10)")
+    p.add_argument("--frames-per-batch", type=int, default=None, help="on_policy_collected_frames_per_batch (6000)")
+    p.add_argument("--minibatch-iters", type=int, default=None, help="on_policy_n_minibatch_iters: epochs (45)")
+    p.add_argument("--minibatch-size", type=int, default=None, help="on_policy_minibatch_size (400)")
+    p.add_argument("--num-cells", type=int, nargs="+", default=None, help="actor and critic widths (256 256)")
+    p.add_argument("--no-evaluation", action="store_true", help="no evaluation at all")
     args = p.parse_args(argv)
+    for name in ("n_envs_per_worker", "frames_per_batch", "minibatch_iters", "minibatch_size"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be positive")
     if args.max_n_frames is not None and args.max_n_frames <= 0:
         p.error("--max-n-frames must be positive")
     if args.checkpoint_interval <= 0:
         p.error("--checkpoint-interval must be positive")
     return args
+
+
+def setting(args) -> dict:
+    """The options that change BenchMARL's setting -> its fields (ExperimentConfig's; num_cells: MlpConfig's), None
+    where not given"""
+    return dict(
+        on_policy_n_envs_per_worker=args.n_envs_per_worker,
+        on_policy_collected_frames_per_batch=args.frames_per_batch,
+        on_policy_n_minibatch_iters=args.minibatch_iters,
+        on_policy_minibatch_size=args.minibatch_size,
+        evaluation=False if args.no_evaluation else None,
+        num_cells=args.num_cells,
+    )
 
 
 def read_rows(scalars_dir: str) -> list[dict]:
@@ -201,7 +235,13 @@ def main(argv=None):
     if args.evaluation_interval is not None:
         config.evaluation_interval = args.evaluation_interval
     config.loggers, config.render, config.checkpoint_at_end, config.checkpoint_interval = ["csv"], False, False, 0
+    overrides = {key: value for key, value in setting(args).items() if value is not None}
+    for key, value in overrides.items():
+        if key != "num_cells":
+            setattr(config, key, value)
     saved, run = None, dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames)
+    if overrides:  # a run at BenchMARL's own setting keeps the run of checkpoints written before these options
+        run["setting"] = overrides
     if args.checkpoint is not None:
         config.checkpoint_interval, config.exclude_buffer_from_checkpoint = args.checkpoint_interval, True
         if os.path.exists(args.checkpoint):
@@ -215,13 +255,16 @@ def main(argv=None):
             print(f"resuming from {args.checkpoint} at {saved['resumed_at'][-1]} frames", file=sys.stderr)
     algorithm = (MappoConfig if args.algorithm == "mappo" else IppoConfig).get_from_yaml()
     task = getattr(VmasTask, args.task.upper()).get_from_yaml()
+    model, critic_model = MlpConfig.get_from_yaml(), MlpConfig.get_from_yaml()
+    if "num_cells" in overrides:
+        model.num_cells, critic_model.num_cells = list(overrides["num_cells"]), list(overrides["num_cells"])
     before, start = so_far(saved), time.time()
     with tempfile.TemporaryDirectory() as folder:
         config.save_folder = folder
         experiment_class = Experiment if args.checkpoint is None else resumable(Experiment, args.checkpoint, saved, start, run)
         experiment = experiment_class(
-            task=task, algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
-            critic_model_config=MlpConfig.get_from_yaml(), seed=args.seed, config=config,
+            task=task, algorithm_config=algorithm, model_config=model, critic_model_config=critic_model, seed=args.seed,
+            config=config,
         )  # fmt: skip
         if saved is not None:
             experiment.load_state_dict(saved["experiment"])  # what BenchMARL's restore_file does
@@ -232,6 +275,7 @@ def main(argv=None):
     meta["resumed_at"] = before["resumed_at"]
     meta.update(sps=speed(rows), experiment=dataclasses.asdict(config), algorithm_config=dataclasses.asdict(algorithm))
     meta["task_config"] = dict(task.config)
+    meta["model_config"], meta["critic_model_config"] = dataclasses.asdict(model), dataclasses.asdict(critic_model)
     # the command, the versions that decide the numbers (BenchMARL from PyPI: no checkout), the machine and device
     meta["provenance"] = provenance(packages=("benchmarl", "torchrl", "tensordict", "vmas", "torch", "numpy"))
     meta["device"] = str(config.train_device)

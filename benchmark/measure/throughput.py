@@ -48,14 +48,15 @@ def raw_sps(env_id: str, num_envs: int, steps: int, seed: int = 0, windows: int 
     return max(1, steps // windows) * num_envs / best
 
 
-def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "mappo") -> dict:
+def train_sps(env_id: str, iterations: int, extra: list[str], script: str = "mappo", root: str = ROOT) -> dict:
     """Steady-state SPS of mappo.py, or another top-level script with its flags (first iteration, with JIT compilation,
-    excluded), its time split and the first update's time."""
+    excluded), its time split and the first update's time. root: the folder the script is run from (another version
+    of the scripts: benchmark/measure/before_after.py)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     args, _ = importlib.import_module(script).parse_args(["--env-id", env_id, *extra])  # its batch, presets included
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, os.path.join(ROOT, f"{script}.py"), "--env-id", env_id, "--eval-interval", "0"]
+        cmd = [sys.executable, os.path.join(root, f"{script}.py"), "--env-id", env_id, "--eval-interval", "0"]
         cmd += ["--total-timesteps", str(iterations * args.num_envs * args.num_steps), *extra]
         subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)
         acc = EventAccumulator(glob.glob(os.path.join(tmp, "runs", "*"))[0])

@@ -581,7 +581,8 @@ def hanabi() -> str:
     r = next((r for r in throughput if r["env_id"] == "hanabi"), None)
     if r and speed:  # the speeds, where both sides were measured
         speeds = ", ".join(f"{name} {sps:.0f}" for name, sps in speed.items())
-        table += ["", f"SPS on this machine, each run alone, in steady state: mappo.py {r['sps']:.0f} (`benchmark/measure/throughput.py`: "
+        table += ["", "SPS on this machine, each run alone, in steady state, each with its own configuration (a "
+                  f"comparison of configurations, not an implementation speed): mappo.py {r['sps']:.0f} (`benchmark/measure/throughput.py`: "
                   f"its update is {r['update_s'] / r['iteration_s']:.0%} of an iteration); {speeds} (the median update of "
                   "a run alone: `bash benchmark/hanabi_10m.sh speed` for MAPPO, its 10M runs for IPPO)."]  # fmt: skip
     return "\n".join(table)
@@ -706,17 +707,46 @@ def vmas() -> str:
         )
     text = "\n".join(out) + f"\n\nRead over env steps {start / 1e6:.2f}M to {end / 1e6:.2f}M."
     if os.path.exists(os.path.join(RESULTS, "vmas_speed.json")):
+        # benchmark/measure/vmas_speed.py's timings: both sides at one shared setting (equal work), then each with its
+        # own configuration (a comparison of configurations); per side the median of the alternated timings, the range
         speed = load("vmas_speed.json")
 
-        def two_digits(x: float) -> str:  # one timing each: 10,294 -> 10,000
-            return f"{float(f'{x:.2g}'):,.0f}"
+        def sps(x: float) -> str:  # 3 significant digits: 3,712.4 -> 3,710
+            return f"{float(f'{x:.3g}'):,.0f}"
 
-        rates = "; ".join(
-            f"vmas/{r['task']} {r['algorithm'].upper()}: ours {two_digits(r['ours_sps'])}, BenchMARL "
-            f"{two_digits(r['benchmarl_sps'])} ({r['ratio']:.0f}x)"
+        def ratio(x: float) -> str:
+            return f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
+
+        def side(s: dict) -> str:
+            return f"{sps(s['median'])} ({sps(s['range'][0])} to {sps(s['range'][1])})"
+
+        pinned = f"pinned to one core (`{speed['pinning']}`)" if speed["pinning"] else "not pinned"
+        speed_text = (
+            f"Env steps trained per second on this machine ({speed['machine']}), each run alone, {pinned}, "
+            f"{speed['threads']} thread{'s' if speed['threads'] > 1 else ''} (OMP_NUM_THREADS), evaluation off, its first "
+            f"batch and start-up left out; per side the median of {speed['repeats']} timings, alternated in one run, and "
+            f"their range (`{speed['command']}`). At equal work, both sides at one shared setting "
+            f"({speed['setting']['name']}) and {speed['frames']:,} env steps per run: "
+        )
+        speed_text += "; ".join(
+            f"vmas/{r['task']} {r['algorithm'].upper()}: ours {side(r['ours'])}, BenchMARL {side(r['benchmarl'])}: "
+            f"{ratio(r['ratio'])}"
             for r in speed["rows"]
         )
-        text += f" Env steps trained per second, each run alone on this machine ({speed['machine']}; `{speed['command']}`): {rates}."
+        speed_text += f". Not made equal (the implementations' own): {speed['setting']['unequal']}."
+        if speed.get("own"):
+            speed_text += (
+                f" Each with its own configuration, a comparison of configurations, not an implementation speed (ours "
+                f"{speed['own']['ours']}, the same timings; BenchMARL {speed['own']['benchmarl']}, {speed['own_frames']:,} "
+                "env steps per run): "
+            )
+            speed_text += "; ".join(
+                f"vmas/{r['task']} {r['algorithm'].upper()}: ours {sps(r['ours']['median'])}, BenchMARL "
+                f"{side(r['benchmarl_own'])}: {ratio(r['own_ratio'])}"
+                for r in speed["rows"]
+            )
+            speed_text += "."
+        text += " " + speed_text
     png = "benchmark/results/vmas_compare/curves.png"
     return text + (f"\n\n![VMAS evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
 
