@@ -228,12 +228,12 @@ def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_maskin
     """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A)
     -> the agent-specific global state (...,A,S)"""
     A = obs.shape[-2]
-    per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     if state_type == "as":
         # MAPPO Suggestion 2: env state + the agent's own features
+        per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
         features = torch.cat([per_agent_state, obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = per_agent_state
+        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     else:
         # cl: the concatenation of all local observations, the MPE global state of the paper
         features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
@@ -433,11 +433,11 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 
     # Value loss, on PopArt-normalised values, clipped around the rollout's value
     newvalue = critic(mb["state"])
-    huber = (args.use_huber, args.huber_delta)
-    v_loss_unclipped = value_error(newvalue - mb["returns"], *huber)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
     if args.clip_vloss:
         v_change = torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
-        v_loss_clipped = value_error(mb["values"] + v_change - mb["returns"], *huber)
+        v_clipped = mb["values"] + v_change
+        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
     v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
 
@@ -448,8 +448,7 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
         clipfrac = masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb["policy_mask"])
         ratio_dev = (ratio - 1.0).abs().max()
     losses = dict(policy_loss=pg_loss, entropy=entropy_loss, value_loss=v_loss)
-    losses.update(old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac)
-    return dict(losses, ratio_dev=ratio_dev)
+    return dict(losses, old_approx_kl=old_approx_kl, approx_kl=approx_kl, clipfrac=clipfrac, ratio_dev=ratio_dev)
 
 
 def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
@@ -498,7 +497,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple]:
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`: each env plays its first
     ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
     return); None on a stop (Ctrl-C)."""
@@ -526,7 +525,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple]:
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
     """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
     generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
     rate, sampled return]); None after a stop"""
@@ -545,8 +544,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    hanabi = env_backend(args.env_id) is HanabiVecEnv
-    check(not args.acting_rows_only or hanabi, "--acting-rows-only is for Hanabi")
+    is_hanabi = env_backend(args.env_id) is HanabiVecEnv
+    check(not args.acting_rows_only or is_hanabi, "--acting-rows-only is for Hanabi")
 
     # env setup: the eval envs come first and tell the sizes
     print(f"{args.env_id}: starting the envs (JAX envs compile their first steps, up to a minute)", flush=True)
@@ -626,8 +625,10 @@ def train(args: Args, ckpt: Optional[dict] = None):
             final_values = torch.zeros_like(values)
             final_values[b["truncated"]] = critic.value(final_state)
             next_value = critic.value(next_state)  # (E,A)
-            gae_args = (b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda)
-            advantages, returns = compute_gae(b["reward"], values, next_value, *gae_args)
+            advantages, returns = compute_gae(
+                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values,
+                gamma=args.gamma, gae_lambda=args.gae_lambda,
+            )  # fmt: skip
             # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
             if args.use_popart:
                 critic.popart.update(returns)
@@ -1537,11 +1538,14 @@ def episode_stats(episodes: dict, has_wins: bool) -> dict:
     the list emptied."""
     if not episodes["finished"]:
         return {}
-    # one row per episode finished in this rollout: return, length, won
-    finished = np.array(episodes["finished"])
+    # one row per episode finished in this rollout
+    finished = np.array(episodes["finished"])  # (n,3): return, length, won
     episodes["finished"] = []
-    stats = {"charts/episodic_return": finished[:, 0].mean(), "charts/episodic_length": finished[:, 1].mean()}
-    return stats | ({"charts/win_rate": finished[:, 2].mean()} if has_wins else {})  # MPE has no win
+    stats = {"charts/episodic_return": finished[:, 0].mean()}
+    stats["charts/episodic_length"] = finished[:, 1].mean()
+    if has_wins:  # MPE has no win
+        stats["charts/win_rate"] = finished[:, 2].mean()
+    return stats
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):

@@ -98,9 +98,7 @@ class Args:
 
     # env
     env_id: str = "3m"
-    """SMAX map (3m, 2s3z, ...), smaclite/<map>, MPE (simple_spread_v3, ...), hanabi(_3p.._5p); any
-    other env with discrete actions: pz/<module>:<callable> (a PettingZoo ParallelEnv), gym/<id>
-    (Gymnasium, EPyMARL's convention) [ours]"""
+    """SMAX map, smaclite/<map>, MPE task, hanabi(_3p.._5p), pz/<module>:<callable>, gym/<id>: discrete [ours]"""
     num_envs: int = 8
     """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
     num_steps: int = 400
@@ -260,12 +258,12 @@ def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_maskin
     """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A)
     -> the agent-specific global state (...,A,S)"""
     A = obs.shape[-2]
-    per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     if state_type == "as":
         # MAPPO Suggestion 2: env state + the agent's own features
+        per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
         features = torch.cat([per_agent_state, obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = per_agent_state
+        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     else:
         # cl: the concatenation of all local observations, the MPE global state of the paper
         features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
@@ -302,17 +300,16 @@ def gru_cell(hidden_dim: int) -> nn.GRUCell:
     return cell
 
 
-def gru_scan(cell: nn.GRUCell, x, h, starts) -> torch.Tensor:
+def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t
-    begins an episode, so the hidden state is zeroed before it -> (T,...,H) the hidden state after
-    each step"""
-    states = []
+    begins an episode (h is zeroed before it) -> (T,...,H) the hidden state after each step"""
+    hidden_states = []
     for t in range(x.shape[0]):
         # a new episode starts from zeros
-        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)  # (...,H)
+        h = h.masked_fill(starts[t].unsqueeze(-1), 0.0)
         h = cell(x[t].reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1])).view(h.shape)
-        states.append(h)
-    return torch.stack(states)
+        hidden_states.append(h)
+    return torch.stack(hidden_states)
 
 
 class Actor(nn.Module):
@@ -566,8 +563,13 @@ class Acting:
                 waiting = []
                 for request in self.parked:
                     # a lost client's requests go
-                    if self.live[request["slot"][0]]:
-                        (ready if self.may_act(request["slot"]) else waiting).append(request)
+                    if not self.live[request["slot"][0]]:
+                        continue
+                    # asked once: publish() may free a buffer meanwhile
+                    if self.may_act(request["slot"]):
+                        ready.append(request)
+                    else:
+                        waiting.append(request)
                 self.parked = waiting
                 # in env order: a batch of every split, at zero lag, samples as mappo.py's one
                 # forward over all envs
@@ -646,9 +648,9 @@ class Acting:
         starts = torch.from_numpy(np.concatenate(begins)).to(self.device)  # (n,)
         starts = starts[None, :, None].expand(1, *obs.shape[:2])  # (1,n,A)
         h = self.actor_h[rows]  # (n,A,H) the states entering this step
+        x = actor_input(obs.to(self.device), self.agent_ids)[None]  # (1,n,A,O+A)
         # publish() swaps the parameters under this lock
         with self.lock:
-            x = actor_input(obs.to(self.device), self.agent_ids)[None]  # (1,n,A,O+A)
             logits, next_h = self.actor(x, h, starts)  # (1,n,A,U), (1,n,A,H)
             version = self.version
         policy = MaskedCategorical(logits[0], avail.to(self.device))
@@ -885,11 +887,11 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 
     # Value loss, on PopArt-normalised values, clipped around the rollout's value
     newvalue, _ = critic(mb["state"], mb["critic_h0"], mb["starts"])  # (C,mb)
-    huber = (args.use_huber, args.huber_delta)
-    v_loss_unclipped = value_error(newvalue - mb["returns"], *huber)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
     if args.clip_vloss:
         v_change = torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
-        v_loss_clipped = value_error(mb["values"] + v_change - mb["returns"], *huber)
+        v_clipped = mb["values"] + v_change
+        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
     v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
 
@@ -961,7 +963,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple]:
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`: each env plays its first
     ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
     return); None on a stop (Ctrl-C). Every episode starts from a zero hidden state."""
@@ -994,7 +996,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple]:
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
     """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
     generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
     rate, sampled return]); None after a stop"""
@@ -1113,13 +1115,14 @@ def train(args: Args, ckpt: Optional[dict] = None):
             # V(s_t) in return units, and the critic's states after each step
             values, critic_out = critic.value(state, h0, starts)  # (T,E,A), (T,E,A,H)
             critic_hs = torch.cat([h0[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-            bootstrap_args = (final_state, next_state, done[-1], b["truncated"])
-            final_values, next_value = bootstrap_values(critic, critic_out, *bootstrap_args)
+            final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
             # carried into the next rollout
             critic_h[envs] = critic_out[-1]
             start[envs] = done[-1]
-            gae_args = (b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda)
-            advantages, returns = compute_gae(b["reward"], values, next_value, *gae_args)
+            advantages, returns = compute_gae(
+                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values,
+                gamma=args.gamma, gae_lambda=args.gae_lambda,
+            )  # fmt: skip
             # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
             if args.use_popart:
                 critic.popart.update(returns)
@@ -1845,8 +1848,7 @@ MPE_TASK_PRESETS = {  # MAPPO Table 11
 # Async MAPPO Table 2 (--recurrent): its batch magnification over the serial 8 envs x 400 steps
 # (num-envs) and sample reuse (update-epochs)
 ASYNC_TABLE_2 = {
-    **{m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m")},
-    "3s5z_vs_3s6z": dict(num_envs=60, update_epochs=10),
+    **{m: dict(num_envs=60, update_epochs=10) for m in ("3s_vs_4z", "5m_vs_6m", "8m_vs_9m", "3s5z_vs_3s6z")},
     "3s_vs_5z": dict(num_envs=60, update_epochs=15),
     "27m_vs_30m": dict(num_envs=16, update_epochs=5),
     "MMM2": dict(num_envs=48, update_epochs=5),
@@ -2224,11 +2226,14 @@ def episode_stats(episodes: dict, has_wins: bool) -> dict:
     the list emptied."""
     if not episodes["finished"]:
         return {}
-    # one row per episode finished in this rollout: return, length, won
-    finished = np.array(episodes["finished"])
+    # one row per episode finished in this rollout
+    finished = np.array(episodes["finished"])  # (n,3): return, length, won
     episodes["finished"] = []
-    stats = {"charts/episodic_return": finished[:, 0].mean(), "charts/episodic_length": finished[:, 1].mean()}
-    return stats | ({"charts/win_rate": finished[:, 2].mean()} if has_wins else {})  # MPE has no win
+    stats = {"charts/episodic_return": finished[:, 0].mean()}
+    stats["charts/episodic_length"] = finished[:, 1].mean()
+    if has_wins:  # MPE has no win
+        stats["charts/win_rate"] = finished[:, 2].mean()
+    return stats
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):

@@ -107,8 +107,7 @@ class Args:
     team_reward: Literal["sum", "mean"] = "sum"
     """pz/, gym/: of agents' rewards [ours: EPyMARL's]"""
     setting: Literal["paper", "tuned"] = "paper"
-    """SMAX, SMAClite: tuned = Table 12's values, SMAX_TUNED's over them on 3 hard maps (README's
-    hard-map table) [ours]"""
+    """SMAX, SMAClite: tuned = Table 12's values, SMAX_TUNED's over them on 3 hard maps [ours]"""
 
     # algorithm
     learning_rate: float = 5e-4
@@ -232,12 +231,12 @@ def critic_input(obs, env_state, alive, agent_ids, state_type: str, death_maskin
     """obs (...,A,O), env_state (...,S_env), alive (...,A) bool, agent_ids (A,A)
     -> the agent-specific global state (...,A,S)"""
     A = obs.shape[-2]
-    per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     if state_type == "as":
         # MAPPO Suggestion 2: env state + the agent's own features
+        per_agent_state = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
         features = torch.cat([per_agent_state, obs], dim=-1)  # (...,A,S_env+O)
     elif state_type == "ep":
-        features = per_agent_state
+        features = env_state.unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,S_env)
     else:
         # cl: the concatenation of all local observations, the MPE global state of the paper
         features = obs.flatten(-2).unsqueeze(-2).expand(*alive.shape, -1)  # (...,A,A*O)
@@ -277,7 +276,7 @@ def gru_cell(hidden_dim: int) -> nn.GRUCell:
     return cell
 
 
-def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor):
+def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     """x (T,...,H) inputs, h (...,H) the hidden state before step 0, starts (T,...) bool: step t
     begins an episode (h is zeroed before it) -> (T,...,H) the hidden state after each step"""
     hidden_states = []
@@ -335,7 +334,7 @@ class Actor(nn.Module):
         self.gru_norm = nn.LayerNorm(hidden_dim)
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple:
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (T,...,in), h (...,H), starts (T,...) -> the logits (T,...,U) and the hidden states
         after each step (T,...,H)"""
         hidden = gru_scan(self.gru, self.body(x), h, starts)
@@ -352,13 +351,13 @@ class Critic(nn.Module):
         self.gru_norm = nn.LayerNorm(hidden_dim)
         self.popart = PopArt(hidden_dim, 1)  # identity statistics unless --use-popart updates them
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple:
+    def forward(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (T,...,in), h (...,H), starts (T,...) -> the normalised values (T,...) and the hidden
         states after each step (T,...,H)"""
         hidden = gru_scan(self.gru, self.body(x), h, starts)
         return self.popart(self.gru_norm(hidden)).squeeze(-1), hidden
 
-    def value(self, x, h, starts) -> tuple:
+    def value(self, x: torch.Tensor, h: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """As forward, with the values in return units"""
         normalised, hidden = self.forward(x, h, starts)
         return self.popart.denormalize(normalised.unsqueeze(-1)).squeeze(-1), hidden
@@ -503,11 +502,11 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 
     # Value loss, on PopArt-normalised values, clipped around the rollout's value
     newvalue, _ = critic(mb["state"], mb["critic_h0"], mb["starts"])  # (C,mb)
-    huber = (args.use_huber, args.huber_delta)
-    v_loss_unclipped = value_error(newvalue - mb["returns"], *huber)
+    v_loss_unclipped = value_error(newvalue - mb["returns"], args.use_huber, args.huber_delta)
     if args.clip_vloss:
         v_change = torch.clamp(newvalue - mb["values"], -args.clip_coef, args.clip_coef)
-        v_loss_clipped = value_error(mb["values"] + v_change - mb["returns"], *huber)
+        v_clipped = mb["values"] + v_change
+        v_loss_clipped = value_error(v_clipped - mb["returns"], args.use_huber, args.huber_delta)
         v_loss_unclipped = torch.max(v_loss_unclipped, v_loss_clipped)
     v_loss = masked_mean(v_loss_unclipped, mb["value_mask"])
 
@@ -577,7 +576,7 @@ def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: 
 
 # ==================================== ALGO LOGIC: evaluation ======================================
 @torch.no_grad()
-def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple]:
+def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generator=None) -> Optional[tuple[float, float]]:
     """Greedy evaluation, or with actions sampled from `generator`: each env plays its first
     ceil(N/E) episodes (no bias to short ones), the first N count. Returns (win rate, mean team
     return); None on a stop (Ctrl-C)."""
@@ -612,7 +611,7 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
     return float(np.mean(wins)), float(np.mean(returns))
 
 
-def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple]:
+def evaluation(actor, eval_envs, args: Args, agent_ids, device, stop, generator) -> Optional[tuple[float, ...]]:
     """An evaluation: --eval-episodes greedy, then with --eval-sampled as many sampled from a
     generator of their own (so training draws the same numbers) -> (win rate, return[, sampled win
     rate, sampled return]); None after a stop"""
@@ -673,8 +672,9 @@ def train(args: Args, ckpt: Optional[dict] = None):
         episodes.update({k: torch.as_tensor(episodes[k], device=device) for k in ("return", "length")})
     E = args.num_envs
     H = args.hidden_dim
-    # carried from one rollout to the next: the hidden states of actor and critic, and the envs
-    # whose next step begins an episode (every env, at first)
+    # carried from one rollout to the next: the actor's hidden state and the envs whose next step
+    # begins an episode (every env, at first; the rollout updates both); the critic's, apart: only
+    # the update runs the critic
     carry = dict(actor_h=torch.zeros((E, A, H), device=device))  # (E,A,H)
     carry["start"] = torch.ones(E, dtype=torch.bool, device=device)  # (E,)
     critic_h = torch.zeros((E, A, H), device=device)  # (E,A,H)
@@ -717,11 +717,12 @@ def train(args: Args, ckpt: Optional[dict] = None):
             # V(s_t) in return units (T,E,A), the critic's hidden states after each step (T,E,A,H)
             values, critic_out = critic.value(state, critic_h, starts)
             critic_hs = torch.cat([critic_h[None], critic_out[:-1]])  # (T,E,A,H) entering step t
-            bootstrap = (final_state, next_state, done[-1], b["truncated"])
-            final_values, next_value = bootstrap_values(critic, critic_out, *bootstrap)
+            final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
             critic_h = critic_out[-1]  # (E,A,H) carried into the next rollout
-            gae_args = (b["terminated"], b["truncated"], final_values, args.gamma, args.gae_lambda)
-            advantages, returns = compute_gae(b["reward"], values, next_value, *gae_args)
+            advantages, returns = compute_gae(
+                b["reward"], values, next_value, b["terminated"], b["truncated"], final_values,
+                gamma=args.gamma, gae_lambda=args.gae_lambda,
+            )  # fmt: skip
             # MAPPO Suggestion 1: normalise the value targets, the output layer rescaled
             if args.use_popart:
                 critic.popart.update(returns)
@@ -1653,11 +1654,14 @@ def episode_stats(episodes: dict, has_wins: bool) -> dict:
     the list emptied."""
     if not episodes["finished"]:
         return {}
-    # one row per episode finished in this rollout: return, length, won
-    finished = np.array(episodes["finished"])
+    # one row per episode finished in this rollout
+    finished = np.array(episodes["finished"])  # (n,3): return, length, won
     episodes["finished"] = []
-    stats = {"charts/episodic_return": finished[:, 0].mean(), "charts/episodic_length": finished[:, 1].mean()}
-    return stats | ({"charts/win_rate": finished[:, 2].mean()} if has_wins else {})  # MPE has no win
+    stats = {"charts/episodic_return": finished[:, 0].mean()}
+    stats["charts/episodic_length"] = finished[:, 1].mean()
+    if has_wins:  # MPE has no win
+        stats["charts/win_rate"] = finished[:, 2].mean()
+    return stats
 
 
 def write_eval_summary(path: str, head: dict, evals: list[list[float]], has_wins: bool):

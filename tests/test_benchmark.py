@@ -1439,3 +1439,29 @@ def test_the_tuned_settings_rows_are_the_runs_of_its_flags():
         runs = {p.name for p in (results / folder / "kept").iterdir() if p.name.startswith(f"{m}__")}
         assert runs and {n for n, f in linked.items() if n.startswith(f"{m}__")} == runs, m
         assert all(linked[n] == folder for n in runs), m
+
+
+def test_before_after_alternates_the_two_versions_and_reads_the_ref_from_git(tmp_path, monkeypatch):
+    """benchmark/measure/before_after.py runs the scripts as they were at --ref (from git, beside popart.py) and as
+    they are, alternated, and reports each side's median and after / before"""
+    import before_after
+
+    calls = []
+
+    def fake_train_sps(env_id, iterations, extra, script, root):
+        calls.append((script, env_id, root == str(ROOT)))
+        if root != str(ROOT):  # the ref's copy: the file git holds
+            text = subprocess.run(["git", "show", f"HEAD:{script}.py"], cwd=ROOT, capture_output=True, text=True)
+            assert open(os.path.join(root, f"{script}.py")).read() == text.stdout
+            assert os.path.exists(os.path.join(root, "popart.py"))
+        return dict(sps=100.0 * len(calls))
+
+    monkeypatch.setattr(before_after, "train_sps", fake_train_sps)
+    out = tmp_path / "before_after.json"
+    argv = ["before_after.py", "--ref", "HEAD", "--scripts", "ippo", "--env-ids", "3m", "--repeats", "2"]
+    monkeypatch.setattr(sys, "argv", argv + ["--out", str(out)])
+    before_after.main()
+    assert calls == [("ippo", "3m", False), ("ippo", "3m", True)] * 2  # before, after, before, after
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["sps"] == {"before": [100.0, 300.0], "after": [200.0, 400.0]}
+    assert row["ratio"] == pytest.approx(300.0 / 200.0)

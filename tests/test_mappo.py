@@ -350,10 +350,11 @@ def test_continuous_rollout_clips_what_it_sends_not_what_it_scores(monkeypatch):
     sent, env_step = [], envs.env.step
     monkeypatch.setattr(envs.env, "step", lambda acts: sent.append(torch.stack(acts, 1).clone()) or env_step(acts))
     episodes = {"return": np.zeros(E), "length": np.zeros(E, dtype=np.int64), "finished": []}
-    host, actions, logprobs, _, _ = mappo.rollout(envs, actor, envs.reset(), T, agent_ids, "cpu", episodes, [])
+    seen, _, _ = mappo.rollout(envs, actor, envs.reset(), T, agent_ids, "cpu", episodes, [])
+    actions, logprobs = seen["actions"], seen["logprobs"]
     assert actions.shape == (T, E, A, U) and logprobs.shape == (T, E, A) and actions.abs().max() > 2
     with torch.no_grad():
-        mean = actor(mappo.actor_input(torch.from_numpy(host["obs"]), agent_ids))  # (T,E,A,U)
+        mean = actor(mappo.actor_input(torch.from_numpy(seen["obs"]), agent_ids))  # (T,E,A,U)
     torch.testing.assert_close(logprobs, mappo.DiagGaussian(mean, actor.log_std).log_prob(actions))
     sent = torch.stack(sent)  # (T,E,A,U)
     assert sent.abs().max() <= 1.0 and torch.equal(sent, actions.clamp(-1.0, 1.0))
