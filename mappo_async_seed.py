@@ -559,26 +559,29 @@ class Acting:
                 # close() answers the parked requests
                 if self.stopping:
                     break
-                ready = []
-                waiting = []
-                for request in self.parked:
-                    # a lost client's requests go
-                    if not self.live[request["slot"][0]]:
-                        continue
-                    # asked once: publish() may free a buffer meanwhile
-                    if self.may_act(request["slot"]):
-                        ready.append(request)
-                    else:
-                        waiting.append(request)
-                self.parked = waiting
-                # in env order: a batch of every split, at zero lag, samples as mappo.py's one
-                # forward over all envs
-                ready.sort(key=lambda request: request["slot"])
+                ready = self.unpark()
                 if ready:
                     self.act(ready)
         except Exception as e:
             # a failed forward, a malformed request: the run fails with it, nothing hangs
             self.error = self.error or f"inference server: {type(e).__name__}: {e}"
+
+    def unpark(self) -> list:
+        """The parked requests that may act now, in env order (a batch of every split, at zero lag,
+        samples as mappo.py's one forward over all envs); the others stay parked, a lost client's
+        go. Each is asked once: publish() may free a buffer meanwhile, and a request asked twice
+        could fall between the two answers and never be served."""
+        ready = []
+        waiting = []
+        for request in self.parked:
+            if not self.live[request["slot"][0]]:
+                continue
+            if self.may_act(request["slot"]):
+                ready.append(request)
+            else:
+                waiting.append(request)
+        self.parked = waiting
+        return sorted(ready, key=lambda request: request["slot"])
 
     def take(self, item: Optional[tuple]):
         """A request from the queue, item (client, message): its outcome recorded, then parked

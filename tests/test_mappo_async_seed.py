@@ -417,6 +417,25 @@ def test_a_rollout_leaves_a_lost_clients_envs_out():
     assert acted["envs"].tolist() == [4, 5]
 
 
+def test_unpark_asks_each_request_once_and_keeps_every_live_one():
+    """The server's choice of the parked requests that act now: every live client's request is either served or
+    still parked, even where a buffer is freed while the server looks (publish() on the learner's thread); a lost
+    client's requests go; the ready ones come in env order"""
+    import mappo_async_seed as m
+
+    acting = m.Acting.__new__(m.Acting)  # no threads, no process group
+    acting.live = [True, False, True]  # client 1 lost
+    slots = [(2, 1), (0, 1), (1, 0), (0, 0), (2, 0)]
+    acting.parked = [dict(slot=slot, has_outcome=False, data=None) for slot in slots]
+    answers = iter([False, True, True, False])  # a buffer freed between the asks: the same slot's answer flips
+    asked = []
+    acting.may_act = lambda slot: asked.append(slot) or next(answers)
+    ready = acting.unpark()
+    assert asked == [(2, 1), (0, 1), (0, 0), (2, 0)]  # each live request asked once, the lost client's not at all
+    assert [r["slot"] for r in ready] == [(0, 0), (0, 1)]  # the ready ones, in env order
+    assert [r["slot"] for r in acting.parked] == [(2, 1), (2, 0)]  # none lost between the answers
+
+
 def test_lost_clients_the_run_goes_on_to_its_total(tmp_path):
     """Three env clients, each on a host of its own (network namespaces). Once the first update is logged, client 1 is
     killed (kill -9) mid-rollout and client 2's link goes down (no error reaches the learner: --client-timeout finds
