@@ -407,8 +407,8 @@ def unpack(message: np.ndarray, layout: dict) -> dict:
     ends = np.cumsum([HEADER, *(math.prod(shape) for shape in layout.values())])
     data = {}
     for (key, shape), start, end in zip(layout.items(), ends[:-1], ends[1:]):
-        field = message[start:end].reshape(shape)
-        data[key] = field.astype(bool) if key in BOOLS else field
+        part = message[start:end].reshape(shape)
+        data[key] = part.astype(bool) if key in BOOLS else part
     return data
 
 
@@ -2086,9 +2086,9 @@ def join(store, rank: int, args: Args, procs: list = (), parent: Optional[int] =
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     keys = [f"joined/{r}" for r in range(args.num_clients + 1)]
     deadline = time.time() + args.client_timeout
-    formed = f"rank {rank}: this run's group has formed already; gloo's group is fixed once formed:"
-    formed += " restart the run from its checkpoint (--resume) to use this client again"
-    check(not store.check(["formed"]), formed)
+    refused = f"rank {rank}: this run's group has formed already; gloo's group is fixed once formed:"
+    refused += " restart the run from its checkpoint (--resume) to use this client again"
+    check(not store.check(["formed"]), refused)
     # before the group forms, a client started again takes its place
     store.set(keys[rank], "1")
     while not store.check(keys):

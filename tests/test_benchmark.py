@@ -1147,7 +1147,11 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
     (tmp_path / "vmas_speed.json").write_text(json.dumps(result))
     text = update_readme.vmas()
     assert lines[5] + " Env steps trained per second" in text
-    assert "pinned to one core (`taskset -c 1`), 1 thread (OMP_NUM_THREADS)" in text and "the median of 3" in text
+    assert (
+        "pinned to one core (`taskset -c 1`) (the other core ran other work" in text
+        and "1 thread (OMP" in text
+        and "the median of 3" in text
+    )
     # equal work: the setting named, medians and ranges to 3 digits, the ratio of the medians
     assert "At equal work, both sides at one shared setting (60 envs x 100 steps) and 60,000 env steps per run: " in text
     assert "vmas/navigation MAPPO: ours 3,710 (3,650 to 3,760), BenchMARL 3,100 (3,020 to 3,150): 1.20x." in text

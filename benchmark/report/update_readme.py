@@ -722,7 +722,8 @@ def vmas() -> str:
 
         pinned = f"pinned to one core (`{speed['pinning']}`)" if speed["pinning"] else "not pinned"
         speed_text = (
-            f"Env steps trained per second on this machine ({speed['machine']}), each run alone, {pinned}, "
+            f"Env steps trained per second on this machine ({speed['machine']}), one run at a time, {pinned} (the "
+            "other core ran other work: the alternation puts it on both sides), "
             f"{speed['threads']} thread{'s' if speed['threads'] > 1 else ''} (OMP_NUM_THREADS), evaluation off, its first "
             f"batch and start-up left out; per side the median of {speed['repeats']} timings, alternated in one run, and "
             f"their range (`{speed['command']}`). At equal work, both sides at one shared setting "
