@@ -98,7 +98,7 @@ class Args:
 
     # env
     env_id: str = "3m"
-    """SMAX map, smaclite/<map>, MPE task, hanabi(_3p.._5p), pz/<module>:<callable>, gym/<id>: discrete [ours]"""
+    """SMAX map, smaclite/<map>, MPE task, hanabi, vmas/<task>, pz/<module>:<callable>, gym/<id> [ours]"""
     num_envs: int = 8
     """parallel environments [MAPPO: 8 SMAC (Table 6), 128 MPE (Table 5)]"""
     num_steps: int = 400
@@ -211,8 +211,7 @@ class Args:
 #   final_alive: what this step observed before any reset (after a truncation, GAE bootstraps
 #   from its value).
 # A backend with continuous = True (VMAS) takes actions (E,A,U) of U real numbers per agent
-# instead, clips them to its bounds, and avail is all True. A backend made with a device
-# (--env-on-device: SMAX, Hanabi, VMAS) gives torch tensors on it and takes them.
+# instead, clips them to its bounds, and avail is all True.
 class FrameStack:
     """Each agent's observation becomes its last k observations (E,A,k*O), oldest first; an
     episode starts from zeros. The env state is not stacked."""
@@ -312,12 +311,47 @@ def gru_scan(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor, starts: torch.T
     return torch.stack(hidden_states)
 
 
+class DiagGaussian:
+    """Continuous actions: independent Gaussians over the U action dimensions, the mean from the
+    policy head and a learned, state-independent log standard deviation (the MAPPO code's
+    DiagGaussian). log_prob and entropy sum over the dimensions. Samples are not clipped: the env
+    adapter clips what it sends, the log-probability is the sample's."""
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean = mean  # (...,U)
+        self.log_std = log_std.expand_as(mean)  # (...,U)
+
+    def sample(self, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        like = dict(device=self.mean.device, dtype=self.mean.dtype)
+        noise = torch.randn(self.mean.shape, generator=generator, **like)
+        return self.mean + self.log_std.exp() * noise  # (...,U)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, action: torch.Tensor) -> torch.Tensor:
+        z = (action - self.mean) / self.log_std.exp()
+        return (-0.5 * z**2 - self.log_std - 0.5 * math.log(2 * math.pi)).sum(-1)  # (...)
+
+    def entropy(self) -> torch.Tensor:
+        return (0.5 + 0.5 * math.log(2 * math.pi) + self.log_std).sum(-1)  # (...)
+
+
+def policy(out: torch.Tensor, avail: torch.Tensor, log_std: Optional[torch.Tensor]):
+    """The policy head's output (...,U) -> the action distribution: categorical over the available
+    actions (discrete; MAPPO Suggestion 4), or a diagonal Gaussian with the actor's log std
+    (continuous: the actor has one)"""
+    return MaskedCategorical(out, avail) if log_std is None else DiagGaussian(out, log_std)
+
+
 class Actor(nn.Module):
     """MLP -> policy head; --recurrent: MLP -> GRU -> LayerNorm -> policy head (MAPPO Appendix A)"""
 
     def __init__(self, in_dim, num_actions, hidden_dim=64, num_layers=2, activation="relu",
-                 use_feature_norm=True, gain=0.01, recurrent=False):  # fmt: skip
+                 use_feature_norm=True, gain=0.01, recurrent=False, continuous=False):  # fmt: skip
         super().__init__()
+        # continuous actions: a learned log std, std 1 at the start as in the MAPPO code
+        self.log_std = nn.Parameter(torch.zeros(num_actions)) if continuous else None
         self.body = mlp(in_dim, hidden_dim, num_layers, activation, use_feature_norm)
         self.gru = gru_cell(hidden_dim) if recurrent else None
         self.gru_norm = nn.LayerNorm(hidden_dim) if recurrent else None
@@ -326,8 +360,8 @@ class Actor(nn.Module):
         self.head = layer_init(nn.Linear(hidden_dim, num_actions), gain)
 
     def forward(self, x, h, starts) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (T,...,in), h (...,H), starts (T,...) -> logits (T,...,U), the hidden states after
-        each step (T,...,H)"""
+        """x (T,...,in), h (...,H), starts (T,...) -> the policy head's output (T,...,U) (logits,
+        or the Gaussian's mean), the hidden states after each step (T,...,H)"""
         if self.gru is None:
             return self.head(self.body(x)), x.new_zeros((*x.shape[:-1], 0))
         states = gru_scan(self.gru, self.body(x), h, starts)  # (T,...,H)
@@ -376,7 +410,7 @@ def to_chunks(x: torch.Tensor, chunk_length: int) -> torch.Tensor:
 # A request is one split's step as one float32 message: a header (the split, whether an outcome
 # comes with it, the client's env seconds so far), what the split's k envs observe now, and the
 # outcome of their previous step (zeros after the first reset). The answer is the split's actions
-# (k*A,), or -1s when the run is over.
+# as floats, (k*A,) or continuous (k*A*U,), or NaNs when the run is over.
 HEADER = 3
 # the fields sent as floats that are read back as bools
 BOOLS = ("avail", "alive", "terminated", "truncated", "won", "final_alive")
@@ -416,15 +450,16 @@ def env_client(args: Args, client: int, over: threading.Event):
     """An env client (process rank client + 1) steps its splits in turn: once split s's step is
     sent it steps split s+1, whose actions came back meanwhile, so its CPU does not wait on
     inference [Async MAPPO: multiple buffering]. Env i of the run gets seed + i, as in mappo.py.
-    Returns when answered -1 (the run is over: `over` is set)."""
+    Returns when answered NaN (the run is over: `over` is set)."""
     k = args.num_envs // (args.num_clients * args.num_splits)  # envs per split
-    # None: the envs step on the host
-    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)
+    env_args = (args.num_workers, args.num_stacked_frames, args.team_reward)
     first_envs = [(client * args.num_splits + s) * k for s in range(args.num_splits)]
     splits = [make_env(args.env_id, k, args.seed + first, *env_args) for first in first_envs]
     A = splits[0].num_agents
-    layout = message_layout(k, A, splits[0].obs_dim, splits[0].state_dim, splits[0].num_actions)
-    actions = torch.zeros(k * A, dtype=torch.int64)  # (k*A,)
+    U = splits[0].num_actions
+    layout = message_layout(k, A, splits[0].obs_dim, splits[0].state_dim, U)
+    # the answer: (k*A,) discrete actions, or (k*A*U,) continuous ones
+    answer = torch.zeros(k * A * (U if splits[0].continuous else 1))
     env_time = 0.0  # seconds spent in the envs
     try:
         # the header: the split, no outcome (a reset), the env seconds so far
@@ -432,13 +467,16 @@ def env_client(args: Args, client: int, over: threading.Event):
             tdist.send(pack(envs.reset(), layout, (s, 0, env_time)), dst=0)
         while True:
             for s, envs in enumerate(splits):
-                tdist.recv(actions, src=0, tag=s)
-                # answered -1: the run is over
-                if actions[0] < 0:
+                tdist.recv(answer, src=0, tag=s)
+                # answered NaN: the run is over
+                if answer[0].isnan():
                     over.set()
                     return
+                actions = answer.view(k, A, -1).numpy()  # (k,A,U), discrete: (k,A,1)
+                if not envs.continuous:
+                    actions = actions[..., 0].astype(np.int64)  # (k,A)
                 env_start = time.time()
-                out = envs.step(actions.view(k, -1).numpy())  # (k,A) actions
+                out = envs.step(actions)
                 env_time += time.time() - env_start
                 tdist.send(pack(out, layout, (s, 1, env_time)), dst=0)
     finally:
@@ -463,6 +501,7 @@ class Acting:
         self.procs = procs  # the local env clients' processes
         # the server's policy, and the update that made it; publish() swaps it under the lock
         self.actor = copy.deepcopy(actor)
+        self.continuous = actor.log_std is not None  # a Gaussian policy: U numbers per action
         self.version = version
         self.lock = threading.Lock()
         T = args.num_steps
@@ -504,14 +543,16 @@ class Acting:
 
     def new_buffer(self, T: int, E: int, A: int, H: int) -> dict:
         """One rollout as mappo.py's rollout collects it, (T,E,...) per step and next_* (E,...)
-        after the last step, with the actions, log-probs, versions of the acting policy, actor_hs
-        (T,E,A,H) entering each step and the episodes that ended"""
+        after the last step, with the actions (T,E,A) (continuous: (T,E,A,U)), log-probs,
+        versions of the acting policy, actor_hs (T,E,A,H) entering each step and the episodes
+        that ended"""
         buf = {}
         for key, shape in self.layout.items():
             buf[key] = np.zeros((T, E, *shape[1:]), bool if key in BOOLS else np.float32)
         for key in ("obs", "env_state", "alive"):
             buf[f"next_{key}"] = np.zeros_like(buf[key][0])
-        buf["actions"] = np.zeros((T, E, A), np.int64)
+        U = self.layout["avail"][2]
+        buf["actions"] = np.zeros((T, E, A, U), np.float32) if self.continuous else np.zeros((T, E, A), np.int64)
         buf["logprobs"] = np.zeros((T, E, A), np.float32)
         buf["episodes"] = []
         buf["versions"] = np.zeros((T, E), np.int64)
@@ -654,11 +695,12 @@ class Acting:
         x = actor_input(obs.to(self.device), self.agent_ids)[None]  # (1,n,A,O+A)
         # publish() swaps the parameters under this lock
         with self.lock:
-            logits, next_h = self.actor(x, h, starts)  # (1,n,A,U), (1,n,A,H)
+            out, next_h = self.actor(x, h, starts)  # (1,n,A,U), (1,n,A,H)
+            # sampled under the lock too: a Gaussian's log std is the parameter itself
+            dist = policy(out[0], avail.to(self.device), self.actor.log_std)
+            action = dist.sample()  # (n,A), continuous: (n,A,U)
+            logprob = dist.log_prob(action).cpu().numpy()  # (n,A)
             version = self.version
-        policy = MaskedCategorical(logits[0], avail.to(self.device))
-        action = policy.sample()  # (n,A)
-        logprob = policy.log_prob(action).cpu().numpy()  # (n,A)
         self.actor_h[rows] = next_h[0]
         action = action.cpu()
         h = h.cpu().numpy()
@@ -681,7 +723,7 @@ class Acting:
             # waits in split order. The slot's last answer is kept until its next: the client has
             # it once it sends a new request
             c = slot[0]
-            answer = action[i : i + k].reshape(-1)  # (k*A,)
+            answer = action[i : i + k].reshape(-1).float()  # (k*A,), continuous: (k*A*U,)
             try:
                 self.sends[slot] = tdist.isend(answer, dst=c + 1, tag=slot[1])
             except RuntimeError as error:
@@ -790,14 +832,16 @@ class Acting:
 
     def close(self):
         """The one way acting ends (the last update, Ctrl-C, a lost client, an error), once: the
-        server stops, every client is answered -1 (its waiting requests, then whatever it sends),
+        server stops, every client is answered NaN (its waiting requests, then whatever it sends),
         local clients are waited for (killed after 10 s), the process group is destroyed (unless a
         lost client's connection still hangs: the process exit ends it)"""
         if self.stopping:
             return
         self.stopping = True
         deadline = time.time() + 10
-        stop = torch.full((self.layout["obs"][0] * self.agent_ids.shape[0],), -1)  # (k*A,)
+        per_agent = self.layout["avail"][2] if self.continuous else 1
+        # the answer's size: (k*A,) or continuous (k*A*U,)
+        stop = torch.full((self.layout["obs"][0] * self.agent_ids.shape[0] * per_agent,), torch.nan)
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
         # the slot of every request not answered
@@ -877,8 +921,8 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
     eager)"""
     # BPTT through each chunk (--recurrent; else chunks of 1); the hidden state resets where an
     # episode starts inside it
-    logits, _ = actor(mb["obs"], mb["actor_h0"], mb["starts"])  # (C,mb,U)
-    dist = MaskedCategorical(logits, mb["avail"])  # Suggestion 4: action masks
+    out, _ = actor(mb["obs"], mb["actor_h0"], mb["starts"])  # (C,mb,U)
+    dist = policy(out, mb["avail"], actor.log_std)  # Suggestion 4: action masks
     logratio = dist.log_prob(mb["actions"]) - mb["logprobs"]
     ratio = logratio.exp()
 
@@ -982,10 +1026,11 @@ def evaluate(actor, envs, num_episodes: int, agent_ids, device, stop=(), generat
             return None
         obs = torch.as_tensor(nxt["obs"], device=device)  # (E,A,O)
         avail = torch.as_tensor(nxt["avail"], device=device)  # (E,A,U)
-        logits, actor_hs = actor(actor_input(obs, agent_ids)[None], actor_h, starts)  # (1,E,A,U)
+        out, actor_hs = actor(actor_input(obs, agent_ids)[None], actor_h, starts)  # (1,E,A,U)
         actor_h = actor_hs[0]  # (E,A,H)
-        dist = MaskedCategorical(logits[0], avail)
-        action = dist.mode() if generator is None else dist.sample(generator)  # (E,A)
+        dist = policy(out[0], avail, actor.log_std)
+        # (E,A), continuous: (E,A,U)
+        action = dist.mode() if generator is None else dist.sample(generator)
         nxt = envs.step(action.cpu().numpy())
         done = nxt["terminated"] | nxt["truncated"]  # (E,)
         starts[0] = torch.as_tensor(done, device=device).unsqueeze(-1)  # (E,1) -> (E,A)
@@ -1022,11 +1067,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     # env setup: the eval envs come first and tell the sizes
     print(f"{args.env_id}: starting the envs (JAX envs compile their first steps, up to a minute)", flush=True)
     eval_seed = args.seed + 100_000
-    # None: the envs step on the host
-    env_args = (args.num_workers, args.num_stacked_frames, None, args.team_reward)
+    env_args = (args.num_workers, args.num_stacked_frames, args.team_reward)
     eval_envs = make_env(args.env_id, min(args.eval_episodes, 32), eval_seed, *env_args)
-    discrete_only = "this script is discrete-only (mappo.py has both)"
-    check(not eval_envs.continuous, f"{args.env_id} has continuous actions: {discrete_only}")
     A = eval_envs.num_agents
     U = eval_envs.num_actions
     O = eval_envs.obs_dim
@@ -1041,7 +1083,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
     critic_state = partial(critic_input, agent_ids=agent_ids, state_type=args.state_type, death_masking=args.death_masking)
 
     net = (args.hidden_dim, args.num_layers, args.activation, args.use_feature_norm)
-    actor = Actor(O + A, U, *net, gain=args.gain, recurrent=args.recurrent).to(device)
+    actor = Actor(O + A, U, *net, args.gain, args.recurrent, eval_envs.continuous).to(device)
     critic = Critic(S, *net, recurrent=args.recurrent).to(device)
     # MAPPO: Adam with eps 1e-5
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -1064,6 +1106,10 @@ def train(args: Args, ckpt: Optional[dict] = None):
     envs_per_split = args.num_envs // (args.num_clients * args.num_splits)
     layout = message_layout(envs_per_split, A, O, S_env, U)
     acting = Acting(args, actor, agent_ids, device, layout, rendezvous(args), version=run.iteration)
+    # VMAS swaps torch's global generator in and out around each env call (its local_seed), and the
+    # server samples from that generator: on VMAS the server waits while the learner evaluates
+    vmas = env_backend(args.env_id) is VMASVecEnv
+    eval_lock = acting.lock if vmas else contextlib.nullcontext()
     # --recurrent: each env's critic state, carried from rollout to rollout
     critic_h = torch.zeros((args.num_envs, A, H), device=device)  # (E,A,H)
     # whether each env's next step begins an episode: every env's first does
@@ -1071,7 +1117,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
     run.start()
     # a stop cut the last update's evaluation: made up first, so the history has no hole
     if run.missed_evaluation():
-        run.make_up_evaluation(evaluate_now(stop=run.signals))
+        with eval_lock:
+            run.make_up_evaluation(evaluate_now(stop=run.signals))
     first_iteration = run.iteration + 1  # of this sitting: with --compile, its update compiles
     iteration = run.iteration
     # a lost client's envs are left out: more, smaller rollouts to the same total
@@ -1159,7 +1206,8 @@ def train(args: Args, ckpt: Optional[dict] = None):
         last = run.global_step == run.total
         if args.eval_interval and (iteration % args.eval_interval == 0 or last):
             eval_start = time.time()
-            result = evaluate_now(stop=run.signals)
+            with eval_lock:
+                result = evaluate_now(stop=run.signals)
             stats["time/eval"] = time.time() - eval_start
         run.end_iteration(iteration, seconds, stats, episodes, result)
     run.finish(acting)
@@ -1204,34 +1252,21 @@ class JaxVecEnv:
 
         return step_one
 
-    def seed_and_place(self, seed: int, device):
-        """The env key; with a device (--env-on-device) JAX must run on the same kind of device as
-        torch (DLPack)"""
+    def seed(self, seed: int):
+        """The env key"""
         import jax
 
         self._key = jax.random.PRNGKey(seed)
-        self.device = device
-        jax_on = jax.default_backend()
-        same_kind = device is None or (jax_on == "cpu") == (torch.device(device).type == "cpu")
-        flag = "pass --env-on-device on the command line (a resumed run too)"
-        check(same_kind, f"--env-on-device: JAX runs on {jax_on}, torch on {device}: {flag}")
 
     def outputs(self, out: dict) -> dict:
-        if self.device is None:
-            return {k: np.array(v) for k, v in out.items()}  # writable host copies
-        return {k: torch.from_dlpack(v) for k, v in out.items()}  # on the device, no copy
+        return {k: np.array(v) for k, v in out.items()}  # writable host copies
 
     def reset(self) -> dict:
         self._key, self._state, out = self._reset(self._key)
         return self.outputs(out)
 
-    def step(self, actions) -> dict:  # (E,A) numpy, or torch on the device
-        import jax
-
-        if self.device is None:
-            actions = actions.astype(np.int32)
-        else:
-            actions = jax.dlpack.from_dlpack(actions.to(torch.int32))
+    def step(self, actions: np.ndarray) -> dict:  # (E,A)
+        actions = actions.astype(np.int32)
         self._key, self._state, out = self._step(self._key, self._state, actions)
         return self.outputs(out)
 
@@ -1245,7 +1280,7 @@ class SMAXVecEnv(JaxVecEnv):
     has_wins = True
     continuous = False
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import jax.numpy as jnp
 
         with quiet():
@@ -1290,7 +1325,7 @@ class SMAXVecEnv(JaxVecEnv):
         step_one = self.auto_reset(reset_one, step_env)
         self._reset = self.batched(env_id, reset_one, num_envs)
         self._step = self.batched(env_id, step_one, num_envs)
-        self.seed_and_place(seed, device)
+        self.seed(seed)
 
 
 class HanabiVecEnv(JaxVecEnv):
@@ -1305,7 +1340,7 @@ class HanabiVecEnv(JaxVecEnv):
     has_wins = False
     continuous = False
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import jax
         import jax.numpy as jnp
 
@@ -1340,7 +1375,7 @@ class HanabiVecEnv(JaxVecEnv):
         step_one = self.auto_reset(reset_one, step_env)
         self._reset = self.batched(env_id, reset_one, num_envs)
         self._step = self.batched(env_id, step_one, num_envs)
-        self.seed_and_place(seed, device)
+        self.seed(seed)
         shape = jax.eval_shape(reset_one, self._key)[1]  # the arrays' shapes, nothing computed
         self.num_envs = num_envs
         self.num_agents = len(agents)
@@ -1377,7 +1412,7 @@ class GenericVecEnv:
     def make_one(self, env_id: str):
         return make_generic(env_id)
 
-    def __init__(self, env_id, num_envs, seed, num_workers=0, device=None, team_reward="sum"):
+    def __init__(self, env_id, num_envs, seed, num_workers=0, team_reward="sum"):
         from gymnasium.spaces import Box, Dict, Discrete
 
         self.kind = "gym" if env_id.startswith("gym/") else "pz"  # MPE's ids: PettingZoo's envs
@@ -1585,30 +1620,27 @@ class MPEVecEnv(GenericVecEnv):
         module = importlib.import_module(f"mpe2.{task}")
         return module.parallel_env(max_cycles=25, continuous_actions=task != env_id)
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         super().__init__(env_id, num_envs, seed, team_reward="mean")
 
 
 class VMASVecEnv:
     """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in
-    one call, on the CPU or with --env-on-device on the training device (outputs stay torch
-    tensors there). Team reward: the agents' mean. Env state: all observations (zero-padded to the
+    one call, on the CPU. Team reward: the agents' mean. Env state: all observations (zero-padded to the
     largest). The time limit of the scenario's preset is a truncation. Finished envs are reset one
     by one (all at once at a common time limit).
     VMAS keeps one random state for all its envs in a process; each adapter swaps its own in, so
-    that evaluation envs do not change the training envs' draws (on a GPU, VMAS also draws from
-    torch's CUDA generator, which the policy shares)."""
+    that evaluation envs do not change the training envs' draws."""
 
     has_wins = False
     continuous = True
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import vmas
 
         name = env_id.removeprefix("vmas/")
-        self.device = device  # None: VMAS on the CPU, outputs as numpy
         kwargs = dict(seed=seed, terminated_truncated=True, **VMAS_SCENARIOS[name])
-        self.env = vmas.make_env(name, num_envs, device or "cpu", **kwargs)
+        self.env = vmas.make_env(name, num_envs, "cpu", **kwargs)
         # VMAS's random state is a class attribute, one list for all its envs; this adapter's own
         # (torch, numpy, random) states start as make_env seeded them
         self.shared_state = self.env.vmas_random_state
@@ -1625,22 +1657,21 @@ class VMASVecEnv:
         self.obs_dim = max(self.obs_dims)
         self.state_dim = A * self.obs_dim
         self.num_actions = U
-        # the action bounds (A,U), where VMAS runs
-        on = self.env.device
-        self.low = torch.tensor(np.stack([sp.low for sp in spaces]), device=on)
-        self.high = torch.tensor(np.stack([sp.high for sp in spaces]), device=on)
-        self.avail = torch.ones((E, A, U), dtype=torch.bool, device=on)  # every action
-        self.alive = torch.ones((E, A), dtype=torch.bool, device=on)  # every agent, always
+        # the action bounds (A,U)
+        self.low = torch.tensor(np.stack([sp.low for sp in spaces]))
+        self.high = torch.tensor(np.stack([sp.high for sp in spaces]))
+        self.avail = torch.ones((E, A, U), dtype=torch.bool)  # every action
+        self.alive = torch.ones((E, A), dtype=torch.bool)  # every agent, always
 
     def outputs(self, obs_list: list, **outcome) -> dict:
         """One (E,O_a) tensor per agent -> the adapter's arrays"""
         E = self.num_envs
-        obs = torch.zeros((E, self.num_agents, self.obs_dim), device=obs_list[0].device)  # (E,A,O)
+        obs = torch.zeros((E, self.num_agents, self.obs_dim))  # (E,A,O)
         for j, agent_obs in enumerate(obs_list):
             obs[:, j, : self.obs_dims[j]] = agent_obs  # zero-padded
         out = dict(obs=obs, env_state=obs.reshape(E, -1), avail=self.avail, alive=self.alive)
         out.update(outcome)
-        return out if self.device is not None else {k: v.cpu().numpy() for k, v in out.items()}
+        return {k: v.numpy() for k, v in out.items()}
 
     def own_stream(self, call, *args):
         """A VMAS call, drawing from this adapter's random state"""
@@ -1653,8 +1684,8 @@ class VMASVecEnv:
         return self.outputs(self.own_stream(self.env.reset))
 
     def step(self, actions) -> dict:
-        """actions (E,A,U): numpy, or torch on the device; clipped to the bounds here"""
-        actions = torch.as_tensor(actions, device=self.env.device)
+        """actions (E,A,U), clipped to the bounds here"""
+        actions = torch.as_tensor(actions)
         sent = actions.clamp(self.low, self.high)
         per_agent = list(sent.unbind(1))  # (E,U) each
         obs, rewards, terminated, truncated, _ = self.own_stream(self.env.step, per_agent)
@@ -1728,7 +1759,7 @@ class SMACliteVecEnv:
     has_wins = True
     continuous = False
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0, device=None):
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_workers: int = 0):
         import gymnasium as gym
 
         map_name = env_id.removeprefix("smaclite/")
@@ -1816,17 +1847,12 @@ def env_backend(env_id: str):
     check(False, f"unknown --env-id {env_id!r}. Valid ids:{valid}\n  any other env: {generic}")
 
 
-def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, device=None, team_reward="sum"):
-    """The envs of env_id; with a device (--env-on-device) they step there and give torch tensors
-    (SMAX, Hanabi, VMAS)"""
+def make_env(env_id, num_envs, seed, num_workers=0, num_stacked_frames=1, team_reward="sum"):
+    """The envs of env_id, on the host"""
     backend = env_backend(env_id)
-    if device is not None:
-        on_device = backend in (SMAXVecEnv, HanabiVecEnv, VMASVecEnv)
-        check(on_device, f"--env-on-device: {env_id} steps on the host only")
-        check(num_stacked_frames == 1, "--env-on-device: stacked frames (--num-stacked-frames) are host-only")
     # the generic backend's envs give a reward per agent; the others have one team reward
     options = dict(team_reward=team_reward) if backend is GenericVecEnv else {}
-    envs = backend(env_id, num_envs, seed, num_workers, device, **options)
+    envs = backend(env_id, num_envs, seed, num_workers, **options)
     return FrameStack(envs, num_stacked_frames) if num_stacked_frames > 1 else envs
 
 

@@ -207,6 +207,24 @@ def test_async_at_zero_lag_logs_the_base_scripts_numbers(train, tmp_path, base, 
     assert all(v == 0 for _, v in now["stats/policy_lag_max"])
 
 
+@pytest.mark.parametrize("env_id", ["simple_spread_v3_continuous", "vmas/navigation"])
+def test_async_at_zero_lag_with_continuous_actions_logs_mappos_numbers(train, tmp_path, env_id):
+    """Continuous actions: mappo_async_seed.py's server samples the Gaussian policy, the client clips what it steps,
+    the learner scores the unclipped sample; at zero lag with one client of one split, every scalar of mappo.py's run
+    with the same flags (a Gaussian policy too) comes out the same, its log std learned the same way"""
+    flags = ["--env-id", env_id, *COMMON, "--num-envs", "4", "--num-steps", "25", "--total-timesteps", "300"]
+    flags += ["--eval-episodes", "4", "--save-model"]
+    assert train("mappo.py", *flags) == 0
+    assert train("mappo_async_seed.py", *flags, *ZERO_LAG) == 0
+    base, seed = run_dirs(tmp_path)  # run names: the env, then the script
+    assert "__mappo__" in base and "__mappo_async_seed__" in seed
+    now = scalars(seed)
+    assert_recorded_scalars(now, {tag: rows for tag, rows in scalars(base).items() if not tag.startswith("stats/")})
+    assert len(now["losses/value_loss"]) == 3 and all(v == 0 for _, v in now["stats/policy_lag_max"])
+    log_stds = [torch.load(next(Path(run).glob("*.pt")), weights_only=True)["actor"]["log_std"] for run in (base, seed)]
+    assert log_stds[0].abs().min() > 0 and torch.equal(*log_stds)
+
+
 def test_a_torchrun_launch_logs_the_base_scripts_numbers(tmp_path):
     """Launched by torchrun (env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and torchrun's own store on that port),
     rank 0 is the learner and rank 1 its env client, with no --role flag: at zero policy lag they log mappo.py's

@@ -397,6 +397,7 @@ def test_a_rollout_leaves_a_lost_clients_envs_out():
     acting = m.Acting.__new__(m.Acting)  # no threads, no process group: only what rollout() reads
     acting.args, acting.ring, acting.taken, acting.stats = args, 1, 0, dict(wait=0.0)
     acting.layout = m.message_layout(2, 3, 5, 4, 6)  # 2 envs per split, 3 agents
+    acting.continuous = False  # discrete actions: (T,E,A)
     acting.buffers = [acting.new_buffer(3, 8, 3, 7)]
     acting.buffers[0]["obs"][:] = np.arange(8)[None, :, None, None]  # (T,E,A,O): each env's index
     acting.complete, acting.live, acting.procs = [{(0, 0), (1, 0)}], [False, True], []  # client 1 lost, done before
