@@ -460,6 +460,8 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
 
     monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
     assert update_readme.hanabi().startswith("(not run yet")
+    paper = dict(mappo_best=23.87, mappo_average=23.85, source="The paper's 2 players")
+    (tmp_path / "anchors.json").write_text(json.dumps(dict(hanabi_paper=paper)))
     (tmp_path / "hanabi_10m_jaxmarl").mkdir()
     for seed, score in ((10, 9.0), (2, 4.0), (1, 2.0)):  # seed 10 sorts before 2 as text
         # updates of 100 steps: the first one 50 s (it compiles), then 1, 2 or 4 s (seed 2: one of 7 s, disturbed)
@@ -473,10 +475,11 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
     lines = update_readme.hanabi().splitlines()
     assert lines[2] == "| MAPPO | mappo.py | 3 | 0.0012M | 5.00, 7.00, 6.00 | 6.00 | 9.0 (8.0, 9.0, 10.0) |"
     assert lines[3] == "| IPPO | JaxMARL ippo_ff_hanabi | 3 | 0.0012M | 13.00, 15.00, 20.00 | 15.00 | - |"
-    assert len(lines) == 4  # no speed line: throughput.json has no Hanabi row
+    # no speed line: throughput.json has no Hanabi row; the paper's scores, from anchors.json
+    assert lines[4:] == ["", "The paper's 2 players: 23.87, 23.85 (anchors.json)."]
     hanabi_speed = dict(env_id="hanabi", sps=860.4, update_s=13.0, iteration_s=14.9)
     (tmp_path / "throughput.json").write_text(json.dumps([dict(env_id="3m", sps=1.0), hanabi_speed]))
-    assert update_readme.hanabi().splitlines()[4:] == [
+    assert update_readme.hanabi().splitlines()[4:6] == [
         "",
         "SPS on this machine, each run alone, in steady state, each with its own configuration (a comparison of "
         "configurations, not an implementation speed): mappo.py 860 (`benchmark/measure/throughput.py`: its update is 87% of"

@@ -585,6 +585,8 @@ def hanabi() -> str:
                   f"comparison of configurations, not an implementation speed): mappo.py {r['sps']:.0f} (`benchmark/measure/throughput.py`: "
                   f"its update is {r['update_s'] / r['iteration_s']:.0%} of an iteration); {speeds} (the median update of "
                   "a run alone: `bash benchmark/hanabi_10m.sh speed` for MAPPO, its 10M runs for IPPO)."]  # fmt: skip
+    paper = load("anchors.json")["hanabi_paper"]
+    table += ["", f"{paper['source']}: {paper['mappo_best']}, {paper['mappo_average']} (anchors.json)."]
     return "\n".join(table)
 
 
