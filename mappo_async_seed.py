@@ -426,6 +426,12 @@ def message_layout(k: int, A: int, O: int, S: int, U: int) -> dict:
     return dict(observed, **outcome)
 
 
+def answer_size(k: int, A: int, U: int, continuous: bool) -> int:
+    """The numbers in an answer to a split of k envs: an action per agent, U numbers each if
+    continuous"""
+    return k * A * (U if continuous else 1)
+
+
 def pack(out: dict, layout: dict, header: tuple) -> torch.Tensor:
     """A split's outputs -> its request message; a field `out` lacks (the outcome, after a reset)
     is sent as zeros"""
@@ -458,8 +464,7 @@ def env_client(args: Args, client: int, over: threading.Event):
     A = splits[0].num_agents
     U = splits[0].num_actions
     layout = message_layout(k, A, splits[0].obs_dim, splits[0].state_dim, U)
-    # the answer: (k*A,) discrete actions, or (k*A*U,) continuous ones
-    answer = torch.zeros(k * A * (U if splits[0].continuous else 1))
+    answer = torch.zeros(answer_size(k, A, U, splits[0].continuous))
     env_time = 0.0  # seconds spent in the envs
     try:
         # the header: the split, no outcome (a reset), the env seconds so far
@@ -696,11 +701,15 @@ class Acting:
         # publish() swaps the parameters under this lock
         with self.lock:
             out, next_h = self.actor(x, h, starts)  # (1,n,A,U), (1,n,A,H)
-            # sampled under the lock too: a Gaussian's log std is the parameter itself
+            # sampled under the lock too: a Gaussian's log std is the parameter itself, and on VMAS
+            # the learner's evaluation holds this lock (train)
             dist = policy(out[0], avail.to(self.device), self.actor.log_std)
             action = dist.sample()  # (n,A), continuous: (n,A,U)
             logprob = dist.log_prob(action).cpu().numpy()  # (n,A)
             version = self.version
+        # a NaN answer would read as the end of the run on the client
+        if not torch.isfinite(action).all():
+            raise ValueError("the policy gave a non-finite action: training diverged")
         self.actor_h[rows] = next_h[0]
         action = action.cpu()
         h = h.cpu().numpy()
@@ -739,7 +748,8 @@ class Acting:
         """Waits for the next rollout (num_steps steps of every live client's splits) -> (seen, out,
         acted); (None, None, None) on a stop (Ctrl-C) or a failure (run.error says which).
         - seen, out: as mappo.py's rollout gives them, what each step saw and gave (T,E,...) with
-          the actions and log-probs (T,E,A), and the observation after the last step (E,...);
+          the actions (T,E,A) (continuous (T,E,A,U)) and log-probs (T,E,A), and the observation
+          after the last step (E,...);
           seen also has actor_hs (T,E,A,H), the actor's states entering each step;
         - acted: envs (E,), the rollout's envs on the run's env axis (the live clients' first
           max_envs: a lost client's steps are left out), the versions (T,E) of the acting policy
@@ -839,9 +849,8 @@ class Acting:
             return
         self.stopping = True
         deadline = time.time() + 10
-        per_agent = self.layout["avail"][2] if self.continuous else 1
-        # the answer's size: (k*A,) or continuous (k*A*U,)
-        stop = torch.full((self.layout["obs"][0] * self.agent_ids.shape[0] * per_agent,), torch.nan)
+        k, A, U = self.layout["avail"]
+        stop = torch.full((answer_size(k, A, U, self.continuous),), torch.nan)
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
         # the slot of every request not answered
@@ -960,8 +969,9 @@ def ppo_losses(actor, critic, mb: dict, args: Args) -> dict:
 def ppo_update(actor, critic, actor_optimizer, critic_optimizer, b: dict, args: Args, losses_of=ppo_losses) -> dict:
     """PPO epochs over N chunks of C steps, BPTT through each with --recurrent (C = 1 without:
     mappo.py's flat batch) [MAPPO Suggestion 3: few epochs, one mini-batch]. b: obs (C,N,O+A),
-    state (C,N,S), avail (C,N,U), alive, valid (not padding) and starts (C,N), actions, logprobs,
-    advantages, returns and old values (C,N) (the last two PopArt-normalised), actor_h0 and
+    state (C,N,S), avail (C,N,U), alive, valid (not padding) and starts (C,N), actions (C,N)
+    (continuous (C,N,U)), logprobs, advantages, returns and old values (C,N) (the last two
+    PopArt-normalised), actor_h0 and
     critic_h0 (N,H): the hidden states entering each chunk. losses_of: ppo_losses, or its compiled
     version. Returns the statistics to log."""
     b = dict(b)
@@ -1106,10 +1116,11 @@ def train(args: Args, ckpt: Optional[dict] = None):
     envs_per_split = args.num_envs // (args.num_clients * args.num_splits)
     layout = message_layout(envs_per_split, A, O, S_env, U)
     acting = Acting(args, actor, agent_ids, device, layout, rendezvous(args), version=run.iteration)
-    # VMAS swaps torch's global generator in and out around each env call (its local_seed), and the
-    # server samples from that generator: on VMAS the server waits while the learner evaluates
+    # VMAS swaps torch's CPU generator in and out around each env call (its local_seed), and a
+    # server on the CPU samples from that generator: there the server waits while the learner
+    # evaluates on VMAS
     vmas = env_backend(args.env_id) is VMASVecEnv
-    eval_lock = acting.lock if vmas else contextlib.nullcontext()
+    eval_lock = acting.lock if vmas and device.type == "cpu" else contextlib.nullcontext()
     # --recurrent: each env's critic state, carried from rollout to rollout
     critic_h = torch.zeros((args.num_envs, A, H), device=device)  # (E,A,H)
     # whether each env's next step begins an episode: every env's first does
@@ -1626,8 +1637,8 @@ class MPEVecEnv(GenericVecEnv):
 
 class VMASVecEnv:
     """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in
-    one call, on the CPU. Team reward: the agents' mean. Env state: all observations (zero-padded to the
-    largest). The time limit of the scenario's preset is a truncation. Finished envs are reset one
+    one call, on the CPU. Team reward: the agents' mean. Env state: all observations
+    (zero-padded to the largest). The time limit of the scenario's preset is a truncation. Finished envs are reset one
     by one (all at once at a common time limit).
     VMAS keeps one random state for all its envs in a process; each adapter swaps its own in, so
     that evaluation envs do not change the training envs' draws."""

@@ -486,6 +486,7 @@ def test_hanabi_table_puts_jaxmarl_runs_beside_ours(tmp_path, monkeypatch):
         " an iteration); JaxMARL ippo_ff_hanabi 50 (the median update of a run alone: `bash benchmark/hanabi_10m.sh"
         " speed` for MAPPO, its 10M runs for IPPO).",
     ]  # the median seed (2): 100 steps in its median update, 2 s (not its mean, 2.45 s)
+    assert update_readme.hanabi().splitlines()[6:] == ["", "The paper's 2 players: 23.87, 23.85 (anchors.json)."]
     del ours["train_scores"]  # runs that logged no training score: the greedy score still shows
     (tmp_path / "hanabi_10m_mappo/summary.json").write_text(json.dumps([ours]))
     assert update_readme.hanabi().splitlines()[2] == "| MAPPO | mappo.py | 3 | 0.0012M | - | - | 9.0 (8.0, 9.0, 10.0) |"

@@ -207,17 +207,27 @@ def test_async_at_zero_lag_logs_the_base_scripts_numbers(train, tmp_path, base, 
     assert all(v == 0 for _, v in now["stats/policy_lag_max"])
 
 
-@pytest.mark.parametrize("env_id", ["simple_spread_v3_continuous", "vmas/navigation"])
-def test_async_at_zero_lag_with_continuous_actions_logs_mappos_numbers(train, tmp_path, env_id):
+CONTINUOUS = [
+    ("mappo.py", "simple_spread_v3_continuous"),
+    ("mappo.py", "vmas/navigation"),
+    ("mappo_rnn.py", "vmas/navigation"),
+]
+
+
+@pytest.mark.parametrize("base_script, env_id", CONTINUOUS, ids=[f"{s[:-3]}-{e}" for s, e in CONTINUOUS])
+def test_async_at_zero_lag_with_continuous_actions_logs_the_base_scripts_numbers(train, tmp_path, base_script, env_id):
     """Continuous actions: mappo_async_seed.py's server samples the Gaussian policy, the client clips what it steps,
     the learner scores the unclipped sample; at zero lag with one client of one split, every scalar of mappo.py's run
-    with the same flags (a Gaussian policy too) comes out the same, its log std learned the same way"""
+    with the same flags (mappo_rnn.py's with --recurrent; a Gaussian policy too) comes out the same, its log std
+    learned the same way"""
     flags = ["--env-id", env_id, *COMMON, "--num-envs", "4", "--num-steps", "25", "--total-timesteps", "300"]
     flags += ["--eval-episodes", "4", "--save-model"]
-    assert train("mappo.py", *flags) == 0
-    assert train("mappo_async_seed.py", *flags, *ZERO_LAG) == 0
-    base, seed = run_dirs(tmp_path)  # run names: the env, then the script
-    assert "__mappo__" in base and "__mappo_async_seed__" in seed
+    assert train(base_script, *flags) == 0
+    recurrent = ["--recurrent"] if base_script == "mappo_rnn.py" else []
+    assert train("mappo_async_seed.py", *flags, *ZERO_LAG, *recurrent) == 0
+    # run names: the env, then the script
+    [base] = [run for run in run_dirs(tmp_path) if f"__{base_script[:-3]}__" in run]
+    [seed] = [run for run in run_dirs(tmp_path) if "__mappo_async_seed__" in run]
     now = scalars(seed)
     assert_recorded_scalars(now, {tag: rows for tag, rows in scalars(base).items() if not tag.startswith("stats/")})
     assert len(now["losses/value_loss"]) == 3 and all(v == 0 for _, v in now["stats/policy_lag_max"])

@@ -75,7 +75,8 @@ def test_smoke_mpe_with_unequal_agents(train, tmp_path, script, env_id):
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_smoke_vmas_continuous(train, tmp_path, script):
     """Continuous actions (VMAS): a Gaussian policy, first ratio exactly 1, its log std learned and in the checkpoint
-    (the --eval-only path reads it back). mappo_async_seed.py's: tests/test_golden.py, against mappo.py's numbers."""
+    (the --eval-only path reads it back). mappo_async_seed.py's continuous path: tests/test_golden.py, against a
+    mappo.py run."""
     assert train(script, "--env-id", "vmas/navigation", *SMALL, *TWO_UPDATES, "--save-model") == 0
     check_smoke(tmp_path, is_smac=False)
     [run] = run_dirs(tmp_path)

@@ -48,7 +48,7 @@ class SleepEnv:
     computed: observations and states are fixed noise of the shapes of the env it stands in for, every action is
     available, every agent alive, an episode lasts 60 steps (3m's limit) and ends in a truncation."""
 
-    continuous = False  # discrete actions, as every env of the async script
+    continuous = False  # discrete actions, as 3m's
 
     def __init__(self, like, delay: float, seed: int):
         self.num_envs, self.num_agents, self.num_actions = like.num_envs, like.num_agents, like.num_actions
