@@ -79,3 +79,18 @@ def test_a_new_run_starts_with_nothing_so_far_and_a_resumed_one_with_its_checkpo
     assert runner.so_far(None) == dict(rows=[], wall=0.0, resumed_at=[])
     saved = dict(rows=[dict(step=6000)], wall=12.5, resumed_at=[6000], experiment={}, run={})
     assert runner.so_far(saved) == dict(rows=[dict(step=6000)], wall=12.5, resumed_at=[6000])
+
+
+def test_the_fine_tuned_config_sets_benchmarls_vmas_values_and_options_win():
+    """--config fine_tuned: BenchMARL's VMAS-tuned experiment values (600 envs, 60,000 frames a batch, 45 passes of
+    4096, gamma 0.9, 10M frames, 200 evaluation episodes); an option given beside it wins; base sets nothing"""
+    runner = load_runner()
+    base = ["--algorithm", "mappo", "--task", "navigation", "--out", "x.json"]
+    assert runner.experiment_fields(runner.parse_args(base)) == {}
+    fields = runner.experiment_fields(runner.parse_args([*base, "--config", "fine_tuned"]))
+    assert fields["on_policy_n_envs_per_worker"] == 600 and fields["on_policy_collected_frames_per_batch"] == 60_000
+    assert fields["on_policy_n_minibatch_iters"] == 45 and fields["on_policy_minibatch_size"] == 4096
+    assert fields["gamma"] == 0.9 and fields["max_n_frames"] == 10_000_000 and fields["evaluation_episodes"] == 200
+    given = runner.parse_args([*base, "--config", "fine_tuned", "--max-n-frames", "120000", "--minibatch-size", "512"])
+    fields = runner.experiment_fields(given)
+    assert fields["max_n_frames"] == 120_000 and fields["on_policy_minibatch_size"] == 512 and fields["gamma"] == 0.9

@@ -577,8 +577,10 @@ def test_learns_hanabi(run_script, tmp_path):
 
 
 # the checkpoints of runs under way across sessions (benchmark/*.sh keep): today's scripts must go on from them
-# (BenchMARL's, in vmas_benchmarl/kept, are its runner's: they need BenchMARL, which this venv does not hold)
-KEPT_CHECKPOINTS = sorted(p for p in (ROOT / "benchmark" / "results").glob("*/kept/*.pt") if p.parts[-3] != "vmas_benchmarl")
+# (BenchMARL's, in vmas_benchmarl*/kept, are its runner's: they need BenchMARL, which this venv does not hold)
+KEPT_CHECKPOINTS = sorted(
+    p for p in (ROOT / "benchmark" / "results").glob("*/kept/*.pt") if not p.parts[-3].startswith("vmas_benchmarl")
+)
 
 
 @pytest.mark.parametrize("path", KEPT_CHECKPOINTS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")

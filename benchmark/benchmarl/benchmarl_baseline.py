@@ -21,6 +21,9 @@ left as BenchMARL's when not given:
   --num-cells (MlpConfig.num_cells of actor and critic, e.g. 64 64), --no-evaluation (evaluation False: no evaluation,
   not even BenchMARL's first one at iteration 0).
 e.g. mappo.py's VMAS_PRESET update, 10 epochs of one full batch of 6000: --minibatch-iters 10 --minibatch-size 6000.
+--config fine_tuned takes BenchMARL's VMAS-tuned experiment values instead of base_experiment.yaml's (FINE_TUNED_VMAS
+below: 600 envs, 60,000 frames per batch, 45 passes of mini-batches of 4096, gamma 0.9, 10M frames, 200 evaluation
+episodes every 120,000 frames); the options above still win where given.
 
 Install (a separate venv, not the repo's; torch's CPU wheel first, and the torchvision built for it, or pip replaces
 them with CUDA builds):
@@ -75,6 +78,22 @@ import time
 provenance = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "provenance.py"))
 provenance = provenance["provenance"]
 
+# --config fine_tuned: the experiment values of BenchMARL's VMAS-tuned config (fine_tuned/vmas/conf/config.yaml in its
+# repository, not in its pip package; the same at tag 1.5.0 and on main at 179a956: gamma 0.9 since f1688561,
+# 2025-04-25, the rest since 116ce095): 600 envs, 60,000 frames per batch, 45 passes of mini-batches of 4096, 10M
+# frames, 200 evaluation episodes every 120,000 frames. Its algorithm, task and model are BenchMARL's defaults (as
+# here); its devices (cuda) are not taken: runs here are on the CPU.
+FINE_TUNED_VMAS = dict(
+    gamma=0.9,
+    max_n_frames=10_000_000,
+    on_policy_collected_frames_per_batch=60_000,
+    on_policy_n_envs_per_worker=600,
+    on_policy_n_minibatch_iters=45,
+    on_policy_minibatch_size=4096,
+    evaluation_interval=120_000,
+    evaluation_episodes=200,
+)
+
 TAGS = {  # BenchMARL's csv scalars -> our row keys
     "counters_total_frames": "step",
     "collection_agents_reward_episode_reward_mean": "train_return",
@@ -89,6 +108,8 @@ def parse_args(argv=None):
     p.add_argument("--algorithm", choices=["mappo", "ippo"], required=True)
     p.add_argument("--task", required=True, help="a VMAS task of BenchMARL's (navigation, balance, transport, sampling)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--config", choices=["base", "fine_tuned"], default="base",
+                   help="base: base_experiment.yaml; fine_tuned: its VMAS-tuned values (FINE_TUNED_VMAS)")  # fmt: skip
     p.add_argument("--max-n-frames", type=int, default=None, help="the budget (default: BenchMARL's, 3M)")
     p.add_argument("--evaluation-interval", type=int, default=None, help="frames (default: BenchMARL's, 120000)")
     p.add_argument("--out", required=True, help="JSON: meta and one row per iteration")
@@ -110,6 +131,17 @@ def parse_args(argv=None):
     if args.checkpoint_interval <= 0:
         p.error("--checkpoint-interval must be positive")
     return args
+
+
+def experiment_fields(args) -> dict:
+    """ExperimentConfig's fields this run sets: --config's values, then each option given (num_cells aside)"""
+    fields = dict(FINE_TUNED_VMAS) if args.config == "fine_tuned" else {}
+    if args.max_n_frames is not None:
+        fields["max_n_frames"] = args.max_n_frames
+    if args.evaluation_interval is not None:
+        fields["evaluation_interval"] = args.evaluation_interval
+    given = {key: value for key, value in setting(args).items() if value is not None and key != "num_cells"}
+    return fields | given
 
 
 def setting(args) -> dict:
@@ -230,18 +262,15 @@ def main(argv=None):
     from benchmarl.models.mlp import MlpConfig
 
     config = ExperimentConfig.get_from_yaml()
-    if args.max_n_frames is not None:
-        config.max_n_frames = args.max_n_frames
-    if args.evaluation_interval is not None:
-        config.evaluation_interval = args.evaluation_interval
+    for key, value in experiment_fields(args).items():
+        setattr(config, key, value)
     config.loggers, config.render, config.checkpoint_at_end, config.checkpoint_interval = ["csv"], False, False, 0
     overrides = {key: value for key, value in setting(args).items() if value is not None}
-    for key, value in overrides.items():
-        if key != "num_cells":
-            setattr(config, key, value)
     saved, run = None, dict(algorithm=args.algorithm, task=args.task, seed=args.seed, budget=config.max_n_frames)
     if overrides:  # a run at BenchMARL's own setting keeps the run of checkpoints written before these options
         run["setting"] = overrides
+    if args.config != "base":  # the same for the config
+        run["config"] = args.config
     if args.checkpoint is not None:
         config.checkpoint_interval, config.exclude_buffer_from_checkpoint = args.checkpoint_interval, True
         if os.path.exists(args.checkpoint):
