@@ -707,11 +707,11 @@ class Acting:
             action = dist.sample()  # (n,A), continuous: (n,A,U)
             logprob = dist.log_prob(action).cpu().numpy()  # (n,A)
             version = self.version
-        # a NaN answer would read as the end of the run on the client
-        if not torch.isfinite(action).all():
-            raise ValueError("the policy gave a non-finite action: training diverged")
         self.actor_h[rows] = next_h[0]
         action = action.cpu()
+        # a Gaussian's NaN answer would read as the end of the run on the client
+        if self.continuous and not torch.isfinite(action).all():
+            raise ValueError("the policy gave a non-finite action: training diverged")
         h = h.cpu().numpy()
         i = 0  # the request's first row in the batch
         for slot, data in zip(slots, datas):
@@ -1638,8 +1638,8 @@ class MPEVecEnv(GenericVecEnv):
 class VMASVecEnv:
     """VMAS (vmas/<scenario>): PyTorch-vectorised 2D robotics, continuous actions, all envs in
     one call, on the CPU. Team reward: the agents' mean. Env state: all observations
-    (zero-padded to the largest). The time limit of the scenario's preset is a truncation. Finished envs are reset one
-    by one (all at once at a common time limit).
+    (zero-padded to the largest). The time limit of the scenario's preset is a truncation.
+    Finished envs are reset one by one (all at once at a common time limit).
     VMAS keeps one random state for all its envs in a process; each adapter swaps its own in, so
     that evaluation envs do not change the training envs' draws."""
 
