@@ -11,8 +11,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNNER = os.path.join(ROOT, "benchmark", "epymarl", "epymarl_baseline.py")
 
-# EPyMARL reduced: evaluations every 10,000 env steps, a checkpoint every 20,000 (none at the end), and a stop after
-# STOP_AT steps (exit 1) standing in for a kill; a loaded checkpoint sets t_env, as run.py does
+# EPyMARL reduced: evaluations and logs every 10,000 env steps, a checkpoint every 20,000 (none at the end), and a stop
+# after STOP_AT steps (exit 1) standing in for a kill; a loaded checkpoint sets t_env, as run.py does; sacred numbers
+# its runs beside a _sources folder (its copies of the code)
 FAKE_MAIN = """import json, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[sys.argv.index("with") + 1:])
 key, t_max, out = args["env_args.key"], int(args["t_max"]), args["local_results_path"]
@@ -20,11 +21,12 @@ t = 0
 if "checkpoint_path" in args:
     t = max(int(s) for s in os.listdir(args["checkpoint_path"]))
 sacred = os.path.join("results", "sacred", "mappo", key)
-os.makedirs(sacred, exist_ok=True)
-run = os.path.join(sacred, str(len(os.listdir(sacred)) + 1))
+os.makedirs(os.path.join(sacred, "_sources"), exist_ok=True)
+run = os.path.join(sacred, str(len([name for name in os.listdir(sacred) if name.isdigit()]) + 1))
 os.makedirs(run)
-json.dump(dict(seed=int(args["seed"]), action_selector="soft_policies", test_greedy=True, test_nepisode=100),
-          open(os.path.join(run, "config.json"), "w"))
+config = dict(seed=int(args["seed"]), action_selector="soft_policies", test_greedy=True, test_nepisode=100,
+              log_interval=10000)
+json.dump(config, open(os.path.join(run, "config.json"), "w"))
 info = {k: [] for k in ("test_return_mean", "test_return_mean_T", "test_return_std", "test_return_std_T",
                         "return_mean", "return_mean_T")}
 stop = int(os.environ.get("STOP_AT", 10**9))
@@ -49,7 +51,7 @@ while t <= t_max:
 def sitting(epymarl, run_dir, out, stop_at=None):
     env = dict(os.environ, **({"STOP_AT": str(stop_at)} if stop_at else {}))
     cmd = [sys.executable, RUNNER, "--epymarl-dir", str(epymarl), "--key", "lbforaging:Foraging-8x8-2p-2f-coop-v3"]
-    cmd += ["--time-limit", "50", "--t-max", "60000", "--seed", "3", "--run-dir", str(run_dir), "--out", str(out)]
+    cmd += ["--time-limit", "50", "--t-max", "65000", "--seed", "3", "--run-dir", str(run_dir), "--out", str(out)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -71,7 +73,7 @@ def test_a_resumed_run_goes_on_from_its_newest_checkpoint_and_merges_its_sitting
     assert [r["step"] for r in done["rows"]] == [0, 10000, 20000, 30000, 40000, 50000, 60000]
     assert done["rows"][-1]["test_return_mean"] == 0.6 and done["rows"][-1]["return_mean"] == 0.3  # pickled, plain
     meta = done["meta"]
-    # end_step: the last step a sitting logged at
+    # end_step: the last step a sitting logged at; finished though the last log (60,000) falls before t_max (65,000)
     assert meta["finished"] and [(s["start_step"], s["end_step"]) for s in meta["sittings"]] == [(0, 40000), (40000, 60000)]
     assert meta["evaluation_greedy"] is False  # soft_policies samples, whatever test_greedy says
     assert len(os.listdir(run_dir / "sittings")) == 2

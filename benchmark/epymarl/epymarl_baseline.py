@@ -136,7 +136,9 @@ def main(argv=None):
         code = run_child(cmd, cwd=epymarl)  # stopped with this process (Ctrl-C, SIGTERM, SIGHUP)
     finally:
         # this sitting's sacred log, kept with the run whatever ended it
-        new = sorted(set(os.listdir(sacred_dir)) - before, key=int) if os.path.isdir(sacred_dir) else []
+        # sacred numbers its runs; its _sources folder (copies of the code) sits beside them
+        listed = os.listdir(sacred_dir) if os.path.isdir(sacred_dir) else []
+        new = sorted((name for name in set(listed) - before if name.isdigit()), key=int)
         for run_id in new:
             info = os.path.join(sacred_dir, run_id, "info.json")
             if os.path.exists(info):
@@ -172,7 +174,8 @@ def main(argv=None):
             )
             for s in sittings
         ],
-        finished=code == 0 and last_step(sittings[-1]["info"], 0) >= args.t_max,
+        # EPyMARL logs every log_interval env steps: its last log falls within one interval before t_max
+        finished=code == 0 and last_step(sittings[-1]["info"], 0) + config.get("log_interval", 0) >= args.t_max,
     )
     with open(args.out + ".tmp", "w") as f:
         json.dump(dict(config=config, meta=meta, rows=rows), f, indent=1)
