@@ -38,6 +38,16 @@ def test_update_readme_rewrites_stale_numbers():
     assert f'(mappo.py#L{1 + next(i for i, line in enumerate(lines) if "def compute_gae(" in line)} "' in fresh
 
 
+def test_update_readme_stops_at_a_marker_it_cannot_read():
+    """a marker the generator's pattern misses (here a '#' in an argument) would leave its old numbers in place unseen"""
+    sys.path.insert(0, str(ROOT / "benchmark" / "report"))
+    import update_readme
+
+    with pytest.raises(SystemExit, match="1 '<!-- gen' marker"):
+        update_readme.render("<!-- gen diff ippo.py#1 -->999<!-- /gen -->")
+    assert "999" not in update_readme.render("<!-- gen diff ippo.py -->999<!-- /gen -->")
+
+
 def test_update_readme_writes_images_relative_to_each_doc():
     """benchmark/results/README.md shows the same figures as README.md, so their paths start from its own folder"""
     sys.path.insert(0, str(ROOT / "benchmark" / "report"))

@@ -321,7 +321,10 @@ def smax_10m(*folders: str) -> str:
     """SMAX at 10M env steps, one row per map and implementation: each setting of ours (benchmark/results/FOLDER/
     summary.json), then Mava's published number. Every number sits in the column of its metric: greedy evaluation,
     sampled evaluation, or the training episodes (sampled actions); each of ours is per seed, the median of its last
-    10 evaluations (or of the training episodes of the same 10 rollouts)."""
+    10 evaluations (or of the training episodes of the same 10 rollouts). With `+jaxmarl2023` among the folders, the
+    JaxMARL report's 2023 training win rates too, marked stale (anchors.json's reading says why)."""
+    jaxmarl2023 = "+jaxmarl2023" in folders
+    folders = tuple(f for f in folders if f != "+jaxmarl2023")
     done = finished(folders)
     if not done:
         return f"(not finished yet: `bash benchmark/{'smax_10m' if folders == ('smax_10m_mappo',) else 'smax_hard_10m'}.sh`)"
@@ -360,6 +363,10 @@ def smax_10m(*folders: str) -> str:
                 f"| {wall} |"
             )
         for a in anchors["smax"].get(env, []):
+            if a["name"] == "JaxMARL MAPPO" and jaxmarl2023:  # a training win rate; JaxMARL's MAPPO was fixed since
+                how = anchors["reading"][a["name"]]
+                who = f"{a['name']} (2023 report, stale: its MAPPO fixed since; {how['read']})"
+                out.append(f"| {env} | {who} | {how['smax']} | {how['seeds']} | {a['budget']} | - | - | ~{a['value']} | - |")
             if a["name"].startswith("Mava"):  # published: an evaluation with sampled actions; how it was read, and what
                 # of it is inferred (its seeds, its SMAX), anchors.json's "reading" says with the reasons
                 how = anchors["reading"][a["name"]]
@@ -775,7 +782,7 @@ GENERATORS.update(sc2_reference=sc2_reference, hanabi_wall=hanabi_wall, acting_r
 GENERATORS.update(allocator=allocator, smax_falls=smax_falls, figures=figures, default_budget=default_budget)
 GENERATORS.update(compile_speed=compile_speed, setting_cost=setting_cost, lbf_rware=lbf_rware.table)
 GENERATORS.update(gpu_table=gpu_suite_table.gpu_table, async_scaling_table=gpu_suite_table.async_scaling_table)
-BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./-]+)*) -->(.*?)<!-- /gen -->", re.S)
+BLOCK = re.compile(r"<!-- gen (\w+)((?: [\w./+-]+)*) -->(.*?)<!-- /gen -->", re.S)
 LINK = re.compile(r"\]\(((?:\w+)\.py)#L(\d+) \"([^\"]+)\"\)")
 IMAGE = re.compile(r"\]\((benchmark/results/[^)\s]+\.png)\)")
 
@@ -799,6 +806,9 @@ def render(readme: str, doc: str = "README.md") -> str:
     def image(m: re.Match) -> str:  # from the repo's root to the doc's folder
         return f"]({os.path.relpath(m.group(1), os.path.dirname(doc) or '.')})"
 
+    unread = readme.count("<!-- gen ") - len(BLOCK.findall(readme))
+    if unread:  # a marker the pattern does not take (a bad character, no end): its stale text would stay unseen
+        sys.exit(f"{doc}: {unread} '<!-- gen' marker(s) that {BLOCK.pattern} does not match")
     return IMAGE.sub(image, LINK.sub(link, BLOCK.sub(block, readme)))
 
 
