@@ -151,7 +151,7 @@ class Args:
     gain: float = 0.01
     """orthogonal-init gain of the policy head [MAPPO: 0.01; 1 MMM2 (Table 12)]"""
     death_masking: bool = True
-    """a dead agent's critic input is zeros + its id [MAPPO: on, Suggestion 5]"""
+    """a dead agent's critic input: zeros + its id [MAPPO: Suggestion 5]"""
     policy_active_masks: bool = True
     """dead agents' steps out of policy loss, entropy [MAPPO: on]"""
     value_active_masks: bool = False
@@ -227,7 +227,7 @@ def critic_input(obs, env_state, alive, agent_ids, death_masking: bool) -> torch
     """obs (...,A,O), env_state (...,S_env) unused, alive (...,A) bool, agent_ids (A,A)
     -> the local critic input (...,A,O+A): IPPO's critic sees what the actor sees"""
     if death_masking:
-        # as in mappo.py: a dead agent's critic input is zeros + its agent id
+        # MAPPO Suggestion 5: a dead agent's critic input is zeros + its agent id
         obs = obs * alive.unsqueeze(-1).to(obs.dtype)
     return torch.cat([obs, agent_ids.expand(*obs.shape[:-1], -1)], dim=-1)
 

@@ -849,8 +849,8 @@ class Acting:
             return
         self.stopping = True
         deadline = time.time() + 10
-        k, A, U = self.layout["avail"]
-        stop = torch.full((answer_size(k, A, U, self.continuous),), torch.nan)
+        # a split's avail layout is (k, A, U): envs, agents, actions
+        stop = torch.full((answer_size(*self.layout["avail"], self.continuous),), torch.nan)
         self.requests.put(None)
         self.threads[-1].join(timeout=5)
         # the slot of every request not answered
