@@ -1168,6 +1168,50 @@ def test_vmas_compare_reads_both_sides_over_the_same_window_and_the_readme_shows
     assert "At equal work" in update_readme.vmas() and "its own configuration" not in update_readme.vmas()
 
 
+def test_vmas_compare_reads_benchmarls_tuned_runs_finished_or_not_and_labels_the_unfinished(tmp_path, monkeypatch):
+    """vmas_compare.py's "fine_tuned": BenchMARL's VMAS-tuned runs at their own budget, each alone: a finished one over
+    the last 10 % of its budget, one under way (the runner's checkpoint, rows inside) over its last 3 evaluations, a
+    finished run's stale checkpoint ignored; update_readme's table says which is which"""
+    import update_readme
+    import vmas_compare
+
+    def rows(evals: list, every: int = 120_000) -> list:
+        return [dict(step=every * (i + 1), eval_return=v, train_return=0.0) for i, v in enumerate(evals)]
+
+    base = tmp_path / "vmas_benchmarl"
+    base.mkdir()
+    (base / "navigation_mappo_seed1.json.gz").write_bytes(gzip.compress(json.dumps(dict(meta={}, rows=rows([0.5]))).encode()))
+    tuned = tmp_path / "vmas_benchmarl_fine_tuned"
+    (tuned / "kept").mkdir(parents=True)
+    # finished: budget 1.2M, 10 evaluations; the last 10 % (1.08M, 1.2M] holds only the last one
+    finished = dict(meta=dict(budget=1_200_000), rows=rows([0.1] * 9 + [0.9]))
+    (tuned / "navigation_mappo_seed1.json.gz").write_bytes(gzip.compress(json.dumps(finished).encode()))
+    stale = dict(run=dict(budget=1_200_000), rows=rows([-5.0]))
+    torch.save(stale, tuned / "kept" / "navigation_mappo_seed1.pt")
+    # under way: 5 of its 10M frames' evaluations so far; the last 3 are 0.2, 0.4, 0.3
+    torch.save(
+        dict(run=dict(budget=10_000_000), rows=rows([0.0, 0.1, 0.2, 0.4, 0.3])), tuned / "kept" / "navigation_mappo_seed2.pt"
+    )
+    vmas_compare.main(["--results", str(tmp_path)])
+    result = json.loads((tmp_path / "vmas_compare/compare.json").read_text())
+    done, going = result["fine_tuned"]
+    assert (done["seed"], done["finished"], done["score"], done["reached"]) == (1, True, 0.9, 1_200_000)
+    assert done["read_over"] == [pytest.approx(1_080_000), 1_200_000]
+    assert (going["seed"], going["finished"], going["score"], going["reached"]) == (2, False, 0.3, 600_000)
+    assert going["read_over"] == [360_000, 600_000]
+    assert (tmp_path / "vmas_compare/curves_fine_tuned.png").stat().st_size > 0
+
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    text = update_readme.vmas()
+    assert "| vmas/navigation | MAPPO | 1 | 1.2M | 0.9 | 1.08M to 1.20M |" in text
+    assert "| vmas/navigation | MAPPO | 2 | 0.60M of 10M: unfinished | 0.3 | 0.36M to 0.60M |" in text
+    for path in tuned.rglob("*_seed*"):
+        path.unlink()
+    vmas_compare.main(["--results", str(tmp_path)])
+    assert not (tmp_path / "vmas_compare/curves_fine_tuned.png").exists()
+    assert update_readme.vmas().endswith("(`BENCHMARL_CONFIG=fine_tuned bash benchmark/vmas.sh benchmarl`): no run yet.")
+
+
 def test_vmas_speed_leaves_benchmarls_first_batch_out_and_gives_medians_and_ranges():
     """vmas_speed.py: BenchMARL's speed from the runner's rows (cumulative wall time) after its first batch, as ours'
     logged SPS leaves its warm-up out; each side's timings, their median and range"""

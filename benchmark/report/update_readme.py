@@ -758,7 +758,37 @@ def vmas() -> str:
             speed_text += "."
         text += " " + speed_text
     png = "benchmark/results/vmas_compare/curves.png"
-    return text + (f"\n\n![VMAS evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else "")
+    text += f"\n\n![VMAS evaluation curves]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
+    return text + "\n\n" + vmas_fine_tuned(result)
+
+
+def vmas_fine_tuned(result: dict) -> str:
+    """BenchMARL's VMAS-tuned config, run by run (vmas_compare.py's "fine_tuned"): each at its own budget, an
+    unfinished one read over its last 3 evaluations and labelled so, with where it got"""
+    intro = (
+        "BenchMARL's VMAS-tuned config (its fine_tuned/vmas experiment values: FINE_TUNED_VMAS in "
+        "benchmark/benchmarl/benchmarl_baseline.py), at its own budget and evaluation (deterministic actions), run here "
+        "(`BENCHMARL_CONFIG=fine_tuned bash benchmark/vmas.sh benchmarl`)"
+    )
+    runs = result.get("fine_tuned", [])
+    if not runs:
+        return intro + ": no run yet."
+    out = [
+        intro + "; each run, a finished one read over the last 10 % of its budget, an unfinished one over its last 3 "
+        "evaluations, so far:",
+        "",
+        "| task | algorithm | seed | frames | evaluation return (deterministic actions) | read over env steps |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        got = (
+            f"{r['budget'] / 1e6:g}M" if r["finished"] else f"{r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M: unfinished"
+        )
+        span = f"{r['read_over'][0] / 1e6:.2f}M to {r['read_over'][1] / 1e6:.2f}M" if r["read_over"] else "-"
+        out.append(f"| vmas/{r['task']} | {r['algorithm'].upper()} | {r['seed']} | {got} | {r['score']:.3g} | {span} |")
+    png = "benchmark/results/vmas_compare/curves_fine_tuned.png"
+    figure = f"\n\n![BenchMARL's VMAS-tuned runs]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
+    return "\n".join(out) + figure
 
 
 def allocator() -> str:

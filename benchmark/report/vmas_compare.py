@@ -10,6 +10,11 @@ benchmark/results/vmas_benchmarl/<task>_<algorithm>_seed<N>.json.gz (benchmark/b
 writes benchmark/results/vmas_compare/compare.json and curves.png. The window is the last 10 % of the budget (ours
 evaluate after every update of 6,000 env steps, 32 episodes; BenchMARL every 120,000 frames, 10 episodes), the
 budget the smallest of all runs'. A side with no finished run is left out.
+
+BenchMARL's VMAS-tuned config (benchmark/results/vmas_benchmarl_fine_tuned: `BENCHMARL_CONFIG=fine_tuned bash
+benchmark/vmas.sh benchmarl`) runs to its own budget (10M frames, 200 evaluation episodes every 120,000) and is read
+apart, run by run, unfinished ones too (the runner's checkpoint kept/<name>.pt holds the rows so far): compare.json's
+"fine_tuned", and curves_fine_tuned.png beside the mean curves of the runs above, each partial curve labelled.
 """
 
 import argparse
@@ -57,6 +62,72 @@ def benchmarl(folder: str) -> dict:
         run["train"] = [(r["step"], r["train_return"]) for r in rows if "train_return" in r]
         out.setdefault((task, algorithm), []).append(run)
     return out
+
+
+def fine_tuned(folder: str) -> list[dict]:
+    """BenchMARL's VMAS-tuned runs, finished (<task>_<algorithm>_seed<N>.json.gz) or under way (kept/<same>.pt), in
+    task, algorithm, seed order: each with its budget, the frames it reached, its evaluation curve and its score:
+    finished, the median of its evaluations over the last 10 % of its budget (as compare() reads the others);
+    unfinished, of its last 3 evaluations (a partial run, labelled so wherever it is shown)"""
+    import torch
+
+    paths = glob.glob(os.path.join(folder, "*_seed*.json.gz")) + glob.glob(os.path.join(folder, "kept", "*_seed*.pt"))
+    runs = {}
+    for path in sorted(paths):
+        name = os.path.basename(path).removesuffix(".json.gz").removesuffix(".pt")
+        match = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)", name)
+        if match is None or (path.endswith(".pt") and name in runs):  # finished: its checkpoint is stale
+            continue
+        if path.endswith(".json.gz"):
+            with gzip.open(path, "rt") as f:
+                saved = json.load(f)
+            budget, rows = saved["meta"]["budget"], saved["rows"]
+        else:  # the runner's checkpoint, as it loads it
+            saved = torch.load(path, weights_only=True)
+            budget, rows = saved["run"]["budget"], saved["rows"]
+        task, algorithm, seed = match.groups()
+        run = dict(task=task, algorithm=algorithm, seed=int(seed), budget=budget, finished=path.endswith(".json.gz"))
+        run["reached"] = rows[-1]["step"] if rows else 0
+        run["eval"] = [(r["step"], r["eval_return"]) for r in rows if "eval_return" in r]
+        if run["finished"]:
+            run["score"] = window_median(run["eval"], (1 - WINDOW) * budget, budget)
+            run["read_over"] = [(1 - WINDOW) * budget, budget]
+        else:
+            last = run["eval"][-3:]
+            run["score"] = float(np.median([v for _, v in last])) if last else float("nan")
+            run["read_over"] = [last[0][0], last[-1][0]] if last else None
+        runs[name] = run
+    return sorted(runs.values(), key=lambda r: (r["task"], r["algorithm"], r["seed"]))
+
+
+def plot_fine_tuned(sides: dict, runs: list, path: str):
+    """Per task: the mean curves of the runs at BenchMARL's default budget (sides), and each fine_tuned run's own curve,
+    an unfinished one labelled with where it got"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({r["task"] for r in runs})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for i, (implementation, side) in enumerate(sides.items()):
+            if (task, "mappo") in side:
+                curves = [np.array(r["eval"]).T for r in side[(task, "mappo")]]
+                plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i}", f"{implementation} MAPPO", "-", alpha=0.15)
+        for j, r in enumerate(run for run in runs if run["task"] == task):
+            x, y = np.array(r["eval"]).T if r["eval"] else ([], [])
+            got = "" if r["finished"] else f", unfinished: {r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M"
+            ax.plot(
+                x, y, color=f"C{4 + j}", lw=1, label=f"BenchMARL {r['algorithm'].upper()} fine_tuned, seed {r['seed']}{got}"
+            )
+        ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.legend(fontsize=6)
+    fig.suptitle(f"BenchMARL's VMAS-tuned config, each run; the others: mean over seeds, {BAND}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def window_median(points: list, start: float, end: float) -> float:
@@ -122,11 +193,17 @@ def main(argv=None):
     if not sides:
         sys.exit("error: no finished VMAS run: bash benchmark/vmas.sh, bash benchmark/vmas.sh benchmarl")
     result = compare(sides)
+    tuned = fine_tuned(os.path.join(opts.results, "vmas_benchmarl_fine_tuned"))
+    result["fine_tuned"] = [{k: v for k, v in r.items() if k != "eval"} for r in tuned]  # their curves: the figure
     out = opts.out or os.path.join(opts.results, "vmas_compare")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "compare.json"), "w") as f:
         json.dump(result, f, indent=1)
     plot(sides, result["budget"], os.path.join(out, "curves.png"))
+    if tuned:
+        plot_fine_tuned(sides, tuned, os.path.join(out, "curves_fine_tuned.png"))
+    elif os.path.exists(os.path.join(out, "curves_fine_tuned.png")):  # not another folder's runs
+        os.remove(os.path.join(out, "curves_fine_tuned.png"))
     for row in result["rows"]:
         print(
             row["task"],
@@ -135,6 +212,9 @@ def main(argv=None):
             f"eval {row['eval_mean']:.2f}",
             f"train {row['train_mean']:.2f}",
         )
+    for r in tuned:
+        got = "finished" if r["finished"] else f"unfinished at {r['reached']:,} of {r['budget']:,} frames"
+        print(r["task"], r["algorithm"], f"BenchMARL fine_tuned seed {r['seed']}", f"eval {r['score']:.2f}", got)
 
 
 if __name__ == "__main__":
