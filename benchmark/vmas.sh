@@ -17,7 +17,9 @@
 #                                      # otherwise, at its own budget of 10M frames (TOTAL_TIMESTEPS overrides it) and
 #                                      # evaluation (200 episodes every 120,000 frames), saved every 120,000 frames:
 #                                      # benchmark/results/vmas_benchmarl_fine_tuned/ (measured: ~400 s a batch of
-#                                      # 60,000 beside two other runs, 155 frames/s: ~18 h a run at that rate)
+#                                      # 60,000 beside two other runs, 155 frames/s: ~18 h a run at that rate). Stopped
+#                                      # (pkill as above), its loop never reaches vmas_compare.py: run that and
+#                                      # benchmark/report/update_readme.py before committing kept/ (unfinished runs shown)
 {  # bash reads the whole script before running it, so an edit made while a long run goes on cannot shift what runs
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1188,15 +1188,17 @@ def test_vmas_compare_reads_benchmarls_tuned_runs_finished_or_not_and_labels_the
     # finished: budget 1.2M, 10 evaluations; the last 10 % (1.08M, 1.2M] holds only the last one
     finished = dict(meta=dict(budget=1_200_000), rows=rows([0.1] * 9 + [0.9]))
     (tuned / "navigation_mappo_seed1.json.gz").write_bytes(gzip.compress(json.dumps(finished).encode()))
-    stale = dict(run=dict(budget=1_200_000), rows=rows([-5.0]))
-    torch.save(stale, tuned / "kept" / "navigation_mappo_seed1.pt")
+    torch.save(dict(rows=rows([-5.0])), tuned / "kept" / "navigation_mappo_seed1.pt")  # stale: never to be loaded
     # under way: 5 of its 10M frames' evaluations so far; the last 3 are 0.2, 0.4, 0.3
-    torch.save(
-        dict(run=dict(budget=10_000_000), rows=rows([0.0, 0.1, 0.2, 0.4, 0.3])), tuned / "kept" / "navigation_mappo_seed2.pt"
-    )
+    going = dict(run=dict(budget=10_000_000), rows=rows([0.0, 0.1, 0.2, 0.4, 0.3]))
+    torch.save(going, tuned / "kept" / "navigation_mappo_seed2.pt")
+    # just started: a batch trained, no evaluation yet
+    started = dict(run=dict(budget=10_000_000), rows=[dict(step=60_000, train_return=0.0)])
+    torch.save(started, tuned / "kept" / "navigation_mappo_seed3.pt")
     vmas_compare.main(["--results", str(tmp_path)])
     result = json.loads((tmp_path / "vmas_compare/compare.json").read_text())
-    done, going = result["fine_tuned"]
+    done, going, started = result["fine_tuned"]
+    assert (started["score"], started["read_over"], started["reached"]) == (None, None, 60_000)
     assert (done["seed"], done["finished"], done["score"], done["reached"]) == (1, True, 0.9, 1_200_000)
     assert done["read_over"] == [pytest.approx(1_080_000), 1_200_000]
     assert (going["seed"], going["finished"], going["score"], going["reached"]) == (2, False, 0.3, 600_000)
@@ -1207,6 +1209,7 @@ def test_vmas_compare_reads_benchmarls_tuned_runs_finished_or_not_and_labels_the
     text = update_readme.vmas()
     assert "| vmas/navigation | MAPPO | 1 | 1.2M | 0.9 | 1.08M to 1.20M |" in text
     assert "| vmas/navigation | MAPPO | 2 | 0.60M of 10M: unfinished | 0.3 | 0.36M to 0.60M |" in text
+    assert "| vmas/navigation | MAPPO | 3 | 0.06M of 10M: unfinished | - | - |" in text
     for path in tuned.rglob("*_seed*"):
         path.unlink()
     vmas_compare.main(["--results", str(tmp_path)])

@@ -13,7 +13,8 @@ RUNNER = os.path.join(ROOT, "benchmark", "epymarl", "epymarl_baseline.py")
 
 # EPyMARL reduced: evaluations and logs every 10,000 env steps, a checkpoint every 20,000 (none at the end), and a stop
 # after STOP_AT steps (exit 1) standing in for a kill; a loaded checkpoint sets t_env, as run.py does; sacred numbers
-# its runs beside a _sources folder (its copies of the code)
+# its runs beside a _sources folder (its copies of the code). With FOREIGN set, another runner's seed of the same task
+# logs into the same folder meanwhile (its own local_results_path, other numbers)
 FAKE_MAIN = """import json, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[sys.argv.index("with") + 1:])
 key, t_max, out = args["env_args.key"], int(args["t_max"]), args["local_results_path"]
@@ -25,8 +26,14 @@ os.makedirs(os.path.join(sacred, "_sources"), exist_ok=True)
 run = os.path.join(sacred, str(len([name for name in os.listdir(sacred) if name.isdigit()]) + 1))
 os.makedirs(run)
 config = dict(seed=int(args["seed"]), action_selector="soft_policies", test_greedy=True, test_nepisode=100,
-              log_interval=10000)
+              log_interval=10000, local_results_path=out)
 json.dump(config, open(os.path.join(run, "config.json"), "w"))
+if os.environ.get("FOREIGN"):
+    other = os.path.join(sacred, str(int(os.path.basename(run)) + 1))
+    os.makedirs(other)
+    json.dump(dict(config, seed=99, local_results_path="/elsewhere"), open(os.path.join(other, "config.json"), "w"))
+    json.dump({"test_return_mean": [-1.0], "test_return_mean_T": [10**6], "test_return_std": [0.0],
+               "return_mean": [-1.0], "return_mean_T": [10**6]}, open(os.path.join(other, "info.json"), "w"))
 info = {k: [] for k in ("test_return_mean", "test_return_mean_T", "test_return_std", "test_return_std_T",
                         "return_mean", "return_mean_T")}
 stop = int(os.environ.get("STOP_AT", 10**9))
@@ -48,8 +55,8 @@ while t <= t_max:
 """
 
 
-def sitting(epymarl, run_dir, out, stop_at=None):
-    env = dict(os.environ, **({"STOP_AT": str(stop_at)} if stop_at else {}))
+def sitting(epymarl, run_dir, out, stop_at=None, foreign=False):
+    env = dict(os.environ, **({"STOP_AT": str(stop_at)} if stop_at else {}), **({"FOREIGN": "1"} if foreign else {}))
     cmd = [sys.executable, RUNNER, "--epymarl-dir", str(epymarl), "--key", "lbforaging:Foraging-8x8-2p-2f-coop-v3"]
     cmd += ["--time-limit", "50", "--t-max", "65000", "--seed", "3", "--run-dir", str(run_dir), "--out", str(out)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
@@ -65,7 +72,7 @@ def test_a_resumed_run_goes_on_from_its_newest_checkpoint_and_merges_its_sitting
     partial = json.loads(out.read_text())
     assert [r["step"] for r in partial["rows"]] == [0, 10000, 20000, 30000, 40000] and not partial["meta"]["finished"]
 
-    second = sitting(epymarl, run_dir, out)
+    second = sitting(epymarl, run_dir, out, foreign=True)  # another seed's sacred run appears beside this one's
     assert second.returncode == 0, second.stderr
     assert "checkpoint_path=" in second.stdout and "(from step 40000)" in second.stdout
     done = json.loads(out.read_text())
@@ -76,4 +83,5 @@ def test_a_resumed_run_goes_on_from_its_newest_checkpoint_and_merges_its_sitting
     # end_step: the last step a sitting logged at; finished though the last log (60,000) falls before t_max (65,000)
     assert meta["finished"] and [(s["start_step"], s["end_step"]) for s in meta["sittings"]] == [(0, 40000), (40000, 60000)]
     assert meta["evaluation_greedy"] is False  # soft_policies samples, whatever test_greedy says
-    assert len(os.listdir(run_dir / "sittings")) == 2
+    assert len(os.listdir(run_dir / "sittings")) == 2  # the foreign run's log is not taken for a sitting
+    assert done["config"]["seed"] == 3  # nor its config

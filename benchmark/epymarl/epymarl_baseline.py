@@ -42,6 +42,7 @@ sitting's start step, end step and wall time, and whether the run reached t_max.
 """
 
 import argparse
+import glob
 import json
 import os
 import runpy
@@ -87,6 +88,20 @@ def newest_checkpoint(run_dir: str):
     return (max(found)[1], max(found)[0]) if found else (None, 0)
 
 
+def sacred_runs(epymarl: str, key: str) -> set[str]:
+    """EPyMARL's sacred run folders of this env key, every algorithm's: results/sacred/<the algorithm config's name>/
+    <key>/<run id> (sacred numbers its runs; its _sources folder, copies of the code, sits beside them)"""
+    found = glob.glob(os.path.join(glob.escape(epymarl), "results", "sacred", "*", glob.escape(key), "*"))
+    return {path for path in found if os.path.basename(path).isdigit()}
+
+
+def is_own(sacred_run: str, results: str) -> bool:
+    """A sacred run of this run (its config's local_results_path), not one of a runner beside it: seeds of one task
+    run at once (lbf_rware.sh's WORKERS) log into the same folder"""
+    config = os.path.join(sacred_run, "config.json")
+    return os.path.exists(config) and json.load(open(config)).get("local_results_path") == results
+
+
 def values(entries: list) -> list[float]:
     """sacred's info.json lists: numbers, or jsonpickled numpy scalars {"py/object": ..., "value": x}"""
     return [float(e["value"] if isinstance(e, dict) else e) for e in entries]
@@ -121,14 +136,14 @@ def main(argv=None):
     run_dir = os.path.abspath(args.run_dir)
     sittings_dir = os.path.join(run_dir, "sittings")
     os.makedirs(sittings_dir, exist_ok=True)
-    sacred_dir = os.path.join(epymarl, "results", "sacred", args.config, args.key)
-    before = set(os.listdir(sacred_dir)) if os.path.isdir(sacred_dir) else set()
+    results = os.path.join(run_dir, "results")  # EPyMARL's local_results_path: its checkpoints
+    before = sacred_runs(epymarl, args.key)
     checkpoint, start_step = newest_checkpoint(run_dir)
 
     cmd = [sys.executable, os.path.join(epymarl, "src", "main.py"), f"--config={args.config}", "--env-config=gymma"]
     cmd += ["with", f"env_args.key={args.key}", f"env_args.time_limit={args.time_limit}", f"seed={args.seed}"]
     cmd += [f"t_max={args.t_max}", "use_cuda=False", "save_model=True", f"save_model_interval={SAVE_INTERVAL}"]
-    cmd += [f"local_results_path={os.path.join(run_dir, 'results')}", *args.set]
+    cmd += [f"local_results_path={results}", *args.set]
     if checkpoint:
         cmd.append(f"checkpoint_path={checkpoint}")
     print(" ".join(cmd), f"(from step {start_step})" if checkpoint else "", flush=True)
@@ -136,11 +151,10 @@ def main(argv=None):
         code = run_child(cmd, cwd=epymarl)  # stopped with this process (Ctrl-C, SIGTERM, SIGHUP)
     finally:
         # this sitting's sacred log, kept with the run whatever ended it
-        # sacred numbers its runs; its _sources folder (copies of the code) sits beside them
-        listed = os.listdir(sacred_dir) if os.path.isdir(sacred_dir) else []
-        new = sorted((name for name in set(listed) - before if name.isdigit()), key=int)
-        for run_id in new:
-            info = os.path.join(sacred_dir, run_id, "info.json")
+        new = [path for path in sacred_runs(epymarl, args.key) - before if is_own(path, results)]
+        new.sort(key=lambda path: int(os.path.basename(path)))
+        for sacred_run in new:
+            info = os.path.join(sacred_run, "info.json")
             if os.path.exists(info):
                 with open(info) as f:
                     logged = json.load(f)
@@ -149,7 +163,7 @@ def main(argv=None):
                     json.dump(dict(info=logged, start_step=start_step, wall_time=time.time() - T0), f)
     sittings = [json.load(open(os.path.join(sittings_dir, name))) for name in sorted(os.listdir(sittings_dir))]
     rows = merge([s["info"] for s in sittings])
-    config_path = os.path.join(sacred_dir, new[-1], "config.json") if new else None
+    config_path = os.path.join(new[-1], "config.json") if new else None
     config = json.load(open(config_path)) if config_path and os.path.exists(config_path) else {}
     origin = provenance(epymarl, ("torch", "numpy", "gymnasium", "lbforaging", "rware", "sacred"))
     meta = dict(

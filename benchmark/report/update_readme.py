@@ -767,8 +767,8 @@ def vmas_fine_tuned(result: dict) -> str:
     unfinished one read over its last 3 evaluations and labelled so, with where it got"""
     intro = (
         "BenchMARL's VMAS-tuned config (its fine_tuned/vmas experiment values: FINE_TUNED_VMAS in "
-        "benchmark/benchmarl/benchmarl_baseline.py), at its own budget and evaluation (deterministic actions), run here "
-        "(`BENCHMARL_CONFIG=fine_tuned bash benchmark/vmas.sh benchmarl`)"
+        "benchmark/benchmarl/benchmarl_baseline.py), at its own budget, not this section's, and with its own evaluation "
+        "(more episodes, deterministic actions), run here (`BENCHMARL_CONFIG=fine_tuned bash benchmark/vmas.sh benchmarl`)"
     )
     runs = result.get("fine_tuned", [])
     if not runs:
@@ -785,7 +785,8 @@ def vmas_fine_tuned(result: dict) -> str:
             f"{r['budget'] / 1e6:g}M" if r["finished"] else f"{r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M: unfinished"
         )
         span = f"{r['read_over'][0] / 1e6:.2f}M to {r['read_over'][1] / 1e6:.2f}M" if r["read_over"] else "-"
-        out.append(f"| vmas/{r['task']} | {r['algorithm'].upper()} | {r['seed']} | {got} | {r['score']:.3g} | {span} |")
+        score = "-" if r["score"] is None else f"{r['score']:.3g}"  # no evaluation yet
+        out.append(f"| vmas/{r['task']} | {r['algorithm'].upper()} | {r['seed']} | {got} | {score} | {span} |")
     png = "benchmark/results/vmas_compare/curves_fine_tuned.png"
     figure = f"\n\n![BenchMARL's VMAS-tuned runs]({png})" if os.path.exists(os.path.join(ROOT, png)) else ""
     return "\n".join(out) + figure

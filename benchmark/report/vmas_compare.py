@@ -71,9 +71,9 @@ def fine_tuned(folder: str) -> list[dict]:
     unfinished, of its last 3 evaluations (a partial run, labelled so wherever it is shown)"""
     import torch
 
-    paths = glob.glob(os.path.join(folder, "*_seed*.json.gz")) + glob.glob(os.path.join(folder, "kept", "*_seed*.pt"))
+    finished = sorted(glob.glob(os.path.join(folder, "*_seed*.json.gz")))
     runs = {}
-    for path in sorted(paths):
+    for path in finished + sorted(glob.glob(os.path.join(folder, "kept", "*_seed*.pt"))):  # the finished first
         name = os.path.basename(path).removesuffix(".json.gz").removesuffix(".pt")
         match = re.fullmatch(r"(.+)_(mappo|ippo)_seed(\d+)", name)
         if match is None or (path.endswith(".pt") and name in runs):  # finished: its checkpoint is stale
@@ -96,6 +96,8 @@ def fine_tuned(folder: str) -> list[dict]:
             last = run["eval"][-3:]
             run["score"] = float(np.median([v for _, v in last])) if last else float("nan")
             run["read_over"] = [last[0][0], last[-1][0]] if last else None
+        if not np.isfinite(run["score"]):  # no evaluation to read yet: none (JSON has no NaN)
+            run["score"] = None
         runs[name] = run
     return sorted(runs.values(), key=lambda r: (r["task"], r["algorithm"], r["seed"]))
 
@@ -111,10 +113,12 @@ def plot_fine_tuned(sides: dict, runs: list, path: str):
     tasks = sorted({r["task"] for r in runs})
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False)
     for ax, task in zip(axes[0], tasks):
+        algorithms = sorted({r["algorithm"] for r in runs if r["task"] == task})  # the tuned runs' own
         for i, (implementation, side) in enumerate(sides.items()):
-            if (task, "mappo") in side:
-                curves = [np.array(r["eval"]).T for r in side[(task, "mappo")]]
-                plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i}", f"{implementation} MAPPO", "-", alpha=0.15)
+            for j, algorithm in enumerate(a for a in algorithms if (task, a) in side):
+                curves = [np.array(r["eval"]).T for r in side[(task, algorithm)]]
+                label, style = f"{implementation} {algorithm.upper()}", "-" if j == 0 else "--"
+                plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i + j}", label, style, alpha=0.15)
         for j, r in enumerate(run for run in runs if run["task"] == task):
             x, y = np.array(r["eval"]).T if r["eval"] else ([], [])
             got = "" if r["finished"] else f", unfinished: {r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M"
@@ -214,7 +218,8 @@ def main(argv=None):
         )
     for r in tuned:
         got = "finished" if r["finished"] else f"unfinished at {r['reached']:,} of {r['budget']:,} frames"
-        print(r["task"], r["algorithm"], f"BenchMARL fine_tuned seed {r['seed']}", f"eval {r['score']:.2f}", got)
+        score = "-" if r["score"] is None else f"{r['score']:.2f}"
+        print(r["task"], r["algorithm"], f"BenchMARL fine_tuned seed {r['seed']}", f"eval {score}", got)
 
 
 if __name__ == "__main__":
