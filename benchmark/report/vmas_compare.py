@@ -102,38 +102,6 @@ def fine_tuned(folder: str) -> list[dict]:
     return sorted(runs.values(), key=lambda r: (r["task"], r["algorithm"], r["seed"]))
 
 
-def plot_fine_tuned(sides: dict, runs: list, path: str):
-    """Per task: the mean curves of the runs at BenchMARL's default budget (sides), and each fine_tuned run's own curve,
-    an unfinished one labelled with where it got"""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tasks = sorted({r["task"] for r in runs})
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        algorithms = sorted({r["algorithm"] for r in runs if r["task"] == task})  # the tuned runs' own
-        for i, (implementation, side) in enumerate(sides.items()):
-            for j, algorithm in enumerate(a for a in algorithms if (task, a) in side):
-                curves = [np.array(r["eval"]).T for r in side[(task, algorithm)]]
-                label, style = f"{implementation} {algorithm.upper()}", "-" if j == 0 else "--"
-                plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i + j}", label, style, alpha=0.15)
-        for j, r in enumerate(run for run in runs if run["task"] == task):
-            x, y = np.array(r["eval"]).T if r["eval"] else ([], [])
-            got = "" if r["finished"] else f", unfinished: {r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M"
-            ax.plot(
-                x, y, color=f"C{4 + j}", lw=1, label=f"BenchMARL {r['algorithm'].upper()} fine_tuned, seed {r['seed']}{got}"
-            )
-        ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
-        ax.set_xlabel("env steps")
-        ax.legend(fontsize=6)
-    fig.suptitle(f"BenchMARL's VMAS-tuned config, each run; the others: mean over seeds, {BAND}", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def window_median(points: list, start: float, end: float) -> float:
     """The median of the values at env steps in (start, end]"""
     values = [v for step, v in points if start < step <= end]
@@ -157,26 +125,36 @@ def compare(sides: dict) -> dict:
     return dict(budget=budget, window=[start, budget], rows=rows)
 
 
-def plot(sides: dict, budget: int, path: str):
+def plot(sides: dict, budget: int, path: str, tuned: list = ()):
+    """Per task the mean evaluation curve of each side's runs up to the budget; with `tuned` (fine_tuned()'s runs), the
+    tasks and algorithms of those runs only, and each run's own curve beside them, an unfinished one labelled with
+    where it got"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = sorted({task for side in sides.values() for task, _ in side})
+    tasks = sorted({r["task"] for r in tuned} or {task for side in sides.values() for task, _ in side})
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False)
     for ax, task in zip(axes[0], tasks):
+        own = [r for r in tuned if r["task"] == task]
         for i, (implementation, side) in enumerate(sides.items()):
             for j, algorithm in enumerate(("mappo", "ippo")):
-                if (task, algorithm) not in side:
+                if (task, algorithm) not in side or (tuned and algorithm not in {r["algorithm"] for r in own}):
                     continue
                 curves = [np.array([p for p in r["eval"] if p[0] <= budget]).T for r in side[(task, algorithm)]]
                 label, style = f"{implementation} {algorithm.upper()}", "-" if j == 0 else "--"
                 plot_mean(ax, [(x, y) for x, y in curves], f"C{2 * i + j}", label, style, alpha=0.15)
+        for j, r in enumerate(own):
+            x, y = np.array(r["eval"]).T if r["eval"] else ([], [])
+            got = "" if r["finished"] else f", unfinished: {r['reached'] / 1e6:.2f}M of {r['budget'] / 1e6:g}M"
+            label = f"BenchMARL {r['algorithm'].upper()} fine_tuned, seed {r['seed']}{got}"
+            ax.plot(x, y, color=f"C{4 + j}", lw=1, label=label)
         ax.set_title(f"vmas/{task}: evaluation return", fontsize=9)
         ax.set_xlabel("env steps")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"mean over seeds; {BAND}", fontsize=8)
+        ax.legend(fontsize=6 if tuned else 7)
+    each = "BenchMARL's VMAS-tuned config, each run; the others: " if tuned else ""
+    fig.suptitle(f"{each}mean over seeds; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)  # callers (the tests, update scripts) draw many figures in one process
@@ -205,7 +183,7 @@ def main(argv=None):
         json.dump(result, f, indent=1)
     plot(sides, result["budget"], os.path.join(out, "curves.png"))
     if tuned:
-        plot_fine_tuned(sides, tuned, os.path.join(out, "curves_fine_tuned.png"))
+        plot(sides, result["budget"], os.path.join(out, "curves_fine_tuned.png"), tuned)
     elif os.path.exists(os.path.join(out, "curves_fine_tuned.png")):  # not another folder's runs
         os.remove(os.path.join(out, "curves_fine_tuned.png"))
     for row in result["rows"]:
