@@ -1498,6 +1498,30 @@ def test_the_tuned_settings_rows_are_the_runs_of_its_flags():
         assert all(linked[n] == folder for n in runs), m
 
 
+def test_the_tuned_rows_say_what_tuned_is_on_their_map(tmp_path, monkeypatch):
+    """The hard-map tables' tuned rows name, per map, the setting whose runs the tuned folder links (the values
+    --setting tuned has there: the test above); a map without a link (tuned's own runs) has Table 12's values"""
+    import update_readme
+
+    results = tmp_path / "results"
+    tuned = results / "smax_hard_10m_tuned" / "kept"
+    tuned.mkdir(parents=True)
+    for setting, env in (("ent0", "27m_vs_30m"), ("mavacfg", "10m_vs_11m")):
+        (results / f"smax_hard_10m_{setting}" / "kept").mkdir(parents=True)
+        name = f"{env}__mappo_rnn__1__1.json.gz"
+        (results / f"smax_hard_10m_{setting}" / "kept" / name).write_bytes(b"")
+        (tuned / name).symlink_to(f"../../smax_hard_10m_{setting}/kept/{name}")
+    (tuned / "3s5z__mappo_rnn__1__1.json.gz").write_bytes(b"")
+    monkeypatch.setattr(update_readme, "RESULTS", str(results))
+    assert update_readme.tuned_here("27m_vs_30m") == "no entropy bonus, ent0's runs"
+    assert update_readme.tuned_here("10m_vs_11m") == "Mava's SMAX sweep values, mavacfg's runs"
+    assert update_readme.tuned_here("3s5z") == "Table 12's values"
+    monkeypatch.undo()  # the committed links: the README's rows
+    readme = (ROOT / "README.md").read_text()
+    for env, label in (("27m_vs_30m", "no entropy bonus"), ("10m_vs_11m", "Mava's SMAX sweep values")):
+        assert f"| {env} | mappo_rnn.py, tuned (--setting tuned: {label}" in readme
+
+
 def test_before_after_alternates_the_two_versions_and_reads_the_ref_from_git(tmp_path, monkeypatch):
     """benchmark/measure/before_after.py runs the scripts as they were at --ref (from git, beside popart.py) and as
     they are, alternated, and reports each side's median and after / before"""

@@ -119,7 +119,7 @@ SMAX_SETTINGS = {
     ),
     "smax_hard_10m_tuned": (
         "mappo_rnn.py",
-        "tuned (--setting tuned: mavacfg's values on 10m_vs_11m, ent0's on 3s5z_vs_3s6z and 27m_vs_30m, paper's else)",
+        "tuned (--setting tuned)",
         "2-core CPU, 2 runs at once",
     ),
     "smax_hard_10m_mavalike": (
@@ -283,6 +283,26 @@ def elsewhere(folder: str, row: dict) -> str:
     return "".join(f"; {share(steps)} of the env steps on {machine}" for machine, steps in sorted(away.items()))
 
 
+# The setting whose runs --setting tuned reuses on a map (smax_hard_10m.sh's tuned_links) -> what tuned is there
+TUNED_FROM = {
+    "mavacfg": "Mava's SMAX sweep values, mavacfg's runs",
+    "ent0": "no entropy bonus, ent0's runs",
+    "paper": "Table 12's values, paper's runs",
+}
+
+
+def tuned_here(env: str) -> str:
+    """What the tuned setting is on ENV, read off the links of smax_hard_10m_tuned/kept to the runs it reuses; its own
+    runs (no link) have Table 12's values"""
+    kept = os.path.join(RESULTS, "smax_hard_10m_tuned", "kept")
+    for name in sorted(os.listdir(kept)) if os.path.isdir(kept) else []:
+        path = os.path.join(kept, name)
+        if name.startswith(f"{env}__") and os.path.islink(path):
+            setting = os.readlink(path).split(os.sep)[-3].removeprefix("smax_hard_10m_")
+            return TUNED_FROM[setting]
+    return "Table 12's values"
+
+
 def unfinished_runs(folder: str, env: str) -> int:
     """ENV's runs in FOLDER that stopped short of their budget: a checkpoint in FOLDER/kept (smax_hard_10m.sh keep; a
     finished run is kept as its .json.gz instead)"""
@@ -352,6 +372,8 @@ def smax_10m(*folders: str) -> str:
             )
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
+            if folder == "smax_hard_10m_tuned":  # per map, what tuned is there
+                setting = setting.replace(")", f": {tuned_here(env)})")
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
             wall = r.get("wall_cell") or wall  # JaxMARL's seeds on several devices: each device's
             seeds = len(r["scores"] or r.get("sampled_scores") or [])  # Mava's runs: sampled evaluations only
