@@ -1323,6 +1323,46 @@ def test_hard_maps_curves_draw_a_run_not_finished_from_its_kept_checkpoint(tmp_p
     assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
 
 
+def test_a_jaxmarl_run_not_finished_is_drawn_from_its_kept_sitting_and_counted_in_its_row(tmp_path, monkeypatch):
+    """A JaxMARL run that goes on in sittings (smax_hard_10m.sh jaxmarl-keep: kept/NAME.npz, its rows so far NAME.json,
+    our evaluations of its actors so far): hard_maps_curves.py draws it dotted, its seed and how far it got in its
+    label, once both evaluations are there; the README's row counts it as unfinished"""
+    import hard_maps_curves
+    import update_readme
+
+    kept = tmp_path / "smax_hard_10m_jaxmarl" / "kept"
+    kept.mkdir(parents=True)
+    name = "mappo_rnn_smax_27m_vs_30m_seed2"
+    rows = [dict(step=16384 * (i + 1), win_rate=0.05 * i) for i in range(30)]
+    (kept / f"{name}.json").write_text(json.dumps(dict(rows=rows)))
+    (kept / f"{name}.npz").write_bytes(b"")
+    (kept / f"{name}_greedy.json").write_text(json.dumps(dict(rows=rows[::10])))
+    assert hard_maps_curves.jaxmarl_unfinished(str(tmp_path)) == {}  # the sampled evaluation still to come
+    (kept / f"{name}_sampled.json").write_text(json.dumps(dict(rows=rows[::5])))
+    sides = hard_maps_curves.jaxmarl_unfinished(str(tmp_path))
+    label = "JaxMARL mappo_rnn_smax, seed 2, not finished: 0.5M"
+    assert list(sides) == [label] and list(sides[label]) == ["27m_vs_30m"]
+    curves = sides[label]["27m_vs_30m"]
+    [(x, y)] = curves["greedy eval"]
+    assert x.tolist() == [16384, 16384 * 11, 16384 * 21] and y.tolist() == pytest.approx([0.0, 0.5, 1.0])
+    [(x, y)] = curves["sampled eval"]
+    assert len(x) == 6
+    [(x, y)] = curves["training episodes"]
+    assert len(x) == 30 and y[-1] == pytest.approx(np.mean([0.05 * i for i in range(20, 30)]))
+    assert hard_maps_curves.jaxmarl(str(tmp_path)) == {}  # no finished run: not among the finished sides
+    styles = hard_maps_curves.line_styles({"JaxMARL, not finished": sides})
+    assert styles[label] == (
+        hard_maps_curves.line_styles({"JaxMARL": {"JaxMARL mappo_rnn_smax": {}}})["JaxMARL mappo_rnn_smax"][0],
+        ":",
+    )
+    hard_maps_curves.main(["--results", str(tmp_path)])
+    assert (tmp_path / "smax_hard_10m_compare" / "curves.png").stat().st_size > 0
+    monkeypatch.setattr(update_readme, "RESULTS", str(tmp_path))
+    (kept / "mappo_rnn_smax_10m_vs_11m_seed1_greedy.json").write_text("{}")  # not a sitting of its own
+    assert update_readme.unfinished_runs("smax_hard_10m_jaxmarl", "27m_vs_30m") == 1
+    assert update_readme.unfinished_runs("smax_hard_10m_jaxmarl", "10m_vs_11m") == 0
+
+
 def write_mava_run(folder, env_id: str, seed: int, win_rates: list, greedy=False, smax="jaxmarl 0.0.2", set_=()):
     """a run of benchmark/mava/mava_baseline.py: one row per evaluation (every 10 updates of 16,384 env steps)"""
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ mappo_rnn_smax run by us, with its own config and with Mava's SMAX values (its l
 10 updates, and our evaluations of its actor every 10th update and at each of the last 10; the mean over seeds), and
 Mava's own rec_mappo run by us (its evaluations, every 10th update; the mean over seeds). Ours are solid lines,
 JaxMARL's dashed, Mava's dash-dot; each map's legend stands beside its row. A run of ours that goes on in sittings
-(27m_vs_30m) is drawn dotted, one line per seed, from the checkpoint its folder's kept/ holds.
+(27m_vs_30m) is drawn dotted, one line per seed, from the checkpoint its folder's kept/ holds; a JaxMARL run that
+does, from what its folder's kept/ holds (its rows and our evaluations of its actors so far).
 
     python benchmark/report/hard_maps_curves.py   # -> benchmark/results/smax_hard_10m_compare/curves.png
 
@@ -110,18 +111,45 @@ def jaxmarl_folder(folder: str) -> dict:
     names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
     for name in names:
         match = re.fullmatch(r"mappo_rnn_smax_(.+)_seed\d+\.json\.gz", name)
-        evaluated = [os.path.join(folder, name.replace(".json.gz", f"_{m}.json")) for m in ("greedy", "sampled")]
-        if match is None or not all(map(os.path.exists, evaluated)):  # still being evaluated
+        if match is None:
             continue
         with gzip.open(os.path.join(folder, name), "rt") as f:
-            rows = [r for r in json.load(f)["rows"] if r["win_rate"] == r["win_rate"]]  # NaN: no episode ended
-        curves = {"training episodes": (np.array([r["step"] for r in rows]), smooth([r["win_rate"] for r in rows]))}
-        for score, mode in (("greedy eval", "greedy"), ("sampled eval", "sampled")):
-            with open(os.path.join(folder, name.replace(".json.gz", f"_{mode}.json"))) as f:
-                evals = json.load(f)["rows"]
-            curves[score] = (np.array([e["step"] for e in evals]), np.array([e["win_rate"] for e in evals]))
-        for score, curve in curves.items():
+            curves = jaxmarl_curves(json.load(f)["rows"], os.path.join(folder, name.removesuffix(".json.gz")))
+        for score, curve in (curves or {}).items():  # None: still being evaluated
             out.setdefault(match.group(1), {}).setdefault(score, []).append(curve)
+    return out
+
+
+def jaxmarl_curves(rows: list, prefix: str):
+    """One run of JaxMARL's: its logged rows and our evaluations of its actors (PREFIX_greedy.json, PREFIX_sampled.json)
+    -> score -> (steps, win rates); None while either evaluation is missing"""
+    evaluated = [f"{prefix}_{mode}.json" for mode in ("greedy", "sampled")]
+    if not all(map(os.path.exists, evaluated)):
+        return None
+    rows = [r for r in rows if r["win_rate"] == r["win_rate"]]  # NaN: no episode ended
+    curves = {"training episodes": (np.array([r["step"] for r in rows]), smooth([r["win_rate"] for r in rows]))}
+    for score, path in zip(("greedy eval", "sampled eval"), evaluated):
+        with open(path) as f:
+            evals = json.load(f)["rows"]
+        curves[score] = (np.array([e["step"] for e in evals]), np.array([e["win_rate"] for e in evals]))
+    return curves
+
+
+def jaxmarl_unfinished(results: str) -> dict:
+    """JaxMARL's runs that go on in sittings (27m_vs_30m; smax_hard_10m.sh jaxmarl-keep: in kept/, its rows so far
+    and our evaluations of its actors so far): label (side, seed and how far it is) -> map -> score -> [curve]"""
+    out = {}
+    for folder, side in JAXMARL_FOLDERS.items():
+        for path in sorted(glob.glob(os.path.join(results, folder, "kept", "mappo_rnn_smax_*_seed*.json"))):
+            match = re.fullmatch(r"mappo_rnn_smax_(.+)_seed(\d+)\.json", os.path.basename(path))
+            if match is None:  # an evaluation (_greedy, _sampled)
+                continue
+            with open(path) as f:
+                rows = json.load(f)["rows"]
+            curves = jaxmarl_curves(rows, path.removesuffix(".json"))
+            if curves and rows:
+                label = f"{side}, seed {match.group(2)}, not finished: {rows[-1]['step'] / 1e6:.1f}M"
+                out[label] = {match.group(1): {score: [curve] for score, curve in curves.items()}}
     return out
 
 
@@ -142,7 +170,8 @@ def mava(results: str) -> dict:
     return sides
 
 
-STYLES = {"ours": "-", "ours, not finished": ":", "JaxMARL": "--", "Mava": "-."}  # each implementation's line style
+# each implementation's line style; a run not finished (its own line, the seed in its label) dotted
+STYLES = {"ours": "-", "ours, not finished": ":", "JaxMARL": "--", "JaxMARL, not finished": ":", "Mava": "-."}
 PALETTE = [f"C{i}" for i in range(10)] + ["black", "goldenrod", "navy", "maroon", "teal", "slateblue"]
 PALETTE += ["olive", "darkorange", "crimson", "darkgreen"]
 
@@ -150,8 +179,9 @@ PALETTE += ["olive", "darkorange", "crimson", "darkgreen"]
 def line_styles(groups: dict) -> dict:
     """implementation -> {label: side} -> label -> (colour, line style). Each side has a colour of its own, the same
     on every row: the order of OURS, JAXMARL_FOLDERS and MAVA_FOLDERS, then any other label (while there are no more
-    sides than PALETTE's 20 colours). A run of ours not finished takes its setting's colour, dotted"""
-    setting = {label: label.rsplit(", seed ", 1)[0] for label in groups.get("ours, not finished", {})}  # our_label
+    sides than PALETTE's 20 colours). A run not finished takes its side's colour, dotted"""
+    unfinished = [label for impl, sides in groups.items() if impl.endswith("not finished") for label in sides]
+    setting = {label: label.rsplit(", seed ", 1)[0] for label in unfinished}  # its side's label
     catalog = [our_label(name) for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
     labels = [label for sides in groups.values() for label in sides if label not in setting] + list(setting.values())
     order = list(dict.fromkeys(catalog + labels))
@@ -169,6 +199,7 @@ def plot(groups: dict, path: str):
 
     sides = {label: side for impl_sides in groups.values() for label, side in impl_sides.items()}
     styles = line_styles(groups)
+    unfinished = {label for impl, impl_sides in groups.items() if impl.endswith("not finished") for label in impl_sides}
     maps = sorted({m for side in sides.values() for m in side})
     fig, axes = plt.subplots(len(maps), len(SCORES), figsize=(4.2 * len(SCORES), 3.2 * len(maps)), squeeze=False)
     for row, env_id in zip(axes, maps):
@@ -178,7 +209,7 @@ def plot(groups: dict, path: str):
                 if not curves:
                     continue
                 colour, style = styles[label]
-                one_run = label in groups.get("ours, not finished", {})  # its label names the seed
+                one_run = label in unfinished  # its label names the seed
                 seeds = "" if one_run else f" ({len(curves)} seed{'s' * (len(curves) > 1)})"
                 plot_mean(ax, curves, colour, label + seeds, style, alpha=0.15)
             ax.set_title(f"{env_id}: {score}", fontsize=9)
@@ -190,7 +221,7 @@ def plot(groups: dict, path: str):
                 labelled.setdefault(label, line)
         row[-1].legend(labelled.values(), labelled, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     smoothed = "ours, and JaxMARL's training episodes: running mean over 10 points; the rest as evaluated"
-    smoothed += "; dotted: a run of ours not finished" if groups.get("ours, not finished") else ""
+    smoothed += "; dotted: a run not finished" if unfinished else ""
     fig.suptitle(f"win rate, mean over seeds; {smoothed}; {BAND}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90, bbox_inches="tight")  # the canvas grows to hold the legends beside the rows
@@ -202,7 +233,8 @@ def main(argv=None):
     parser.add_argument("--results", default=RESULTS)
     opts = parser.parse_args(argv)
     groups = {"ours": ours(opts.results), "ours, not finished": ours_unfinished(opts.results)}
-    groups.update({"JaxMARL": jaxmarl(opts.results), "Mava": mava(opts.results)})
+    groups.update({"JaxMARL": jaxmarl(opts.results), "JaxMARL, not finished": jaxmarl_unfinished(opts.results)})
+    groups["Mava"] = mava(opts.results)
     if not any(groups.values()):
         sys.exit("error: no hard-map run: bash benchmark/smax_hard_10m.sh")
     out = os.path.join(opts.results, "smax_hard_10m_compare")

@@ -304,10 +304,13 @@ def tuned_here(env: str) -> str:
 
 
 def unfinished_runs(folder: str, env: str) -> int:
-    """ENV's runs in FOLDER that stopped short of their budget: a checkpoint in FOLDER/kept (smax_hard_10m.sh keep; a
-    finished run is kept as its .json.gz instead)"""
+    """ENV's runs in FOLDER that stopped short of their budget: a checkpoint in FOLDER/kept (ours: smax_hard_10m.sh
+    keep, a finished run is kept as its .json.gz instead; JaxMARL's: jaxmarl-keep, removed once the run is done)"""
     kept = os.path.join(RESULTS, folder, "kept")
-    return sum(n.startswith(f"{env}__") and n.endswith(".pt") for n in os.listdir(kept)) if os.path.isdir(kept) else 0
+    ours = re.compile(rf"{re.escape(env)}__.*\.pt")
+    jaxmarls = re.compile(rf"mappo_rnn_smax_{re.escape(env)}_seed\d+\.npz")
+    names = os.listdir(kept) if os.path.isdir(kept) else []
+    return sum(bool(ours.fullmatch(n) or jaxmarls.fullmatch(n)) for n in names)
 
 
 def duration(seconds) -> str:
