@@ -99,7 +99,10 @@ def is_own(sacred_run: str, results: str) -> bool:
     """A sacred run of this run (its config's local_results_path), not one of a runner beside it: seeds of one task
     run at once (lbf_rware.sh's WORKERS) log into the same folder"""
     config = os.path.join(sacred_run, "config.json")
-    return os.path.exists(config) and json.load(open(config)).get("local_results_path") == results
+    if not os.path.exists(config):
+        return False
+    with open(config) as f:
+        return json.load(f).get("local_results_path") == results
 
 
 def values(entries: list) -> list[float]:

@@ -176,12 +176,16 @@ PALETTE = [f"C{i}" for i in range(10)] + ["black", "goldenrod", "navy", "maroon"
 PALETTE += ["olive", "darkorange", "crimson", "darkgreen"]
 
 
+def unfinished_labels(groups: dict) -> list:
+    """The labels of the runs not finished (one line each, the seed in the label), of every implementation"""
+    return [label for impl, sides in groups.items() if impl.endswith("not finished") for label in sides]
+
+
 def line_styles(groups: dict) -> dict:
     """implementation -> {label: side} -> label -> (colour, line style). Each side has a colour of its own, the same
     on every row: the order of OURS, JAXMARL_FOLDERS and MAVA_FOLDERS, then any other label (while there are no more
     sides than PALETTE's 20 colours). A run not finished takes its side's colour, dotted"""
-    unfinished = [label for impl, sides in groups.items() if impl.endswith("not finished") for label in sides]
-    setting = {label: label.rsplit(", seed ", 1)[0] for label in unfinished}  # its side's label
+    setting = {label: label.rsplit(", seed ", 1)[0] for label in unfinished_labels(groups)}  # its side's label
     catalog = [our_label(name) for name in OURS.values()] + [*JAXMARL_FOLDERS.values(), *MAVA_FOLDERS.values()]
     labels = [label for sides in groups.values() for label in sides if label not in setting] + list(setting.values())
     order = list(dict.fromkeys(catalog + labels))
@@ -199,7 +203,7 @@ def plot(groups: dict, path: str):
 
     sides = {label: side for impl_sides in groups.values() for label, side in impl_sides.items()}
     styles = line_styles(groups)
-    unfinished = {label for impl, impl_sides in groups.items() if impl.endswith("not finished") for label in impl_sides}
+    unfinished = set(unfinished_labels(groups))
     maps = sorted({m for side in sides.values() for m in side})
     fig, axes = plt.subplots(len(maps), len(SCORES), figsize=(4.2 * len(SCORES), 3.2 * len(maps)), squeeze=False)
     for row, env_id in zip(axes, maps):

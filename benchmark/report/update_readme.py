@@ -376,7 +376,7 @@ def smax_10m(*folders: str) -> str:
         for folder, r in ours.get(env, []):
             script, setting, machine = SMAX_SETTINGS[folder]
             if folder == "smax_hard_10m_tuned":  # per map, what tuned is there
-                setting = setting.replace(")", f": {tuned_here(env)})")
+                setting = f"{setting.removesuffix(')')}: {tuned_here(env)})"
             wall = f"{duration(np.median(r['wall_time']))} ({r.get('machine') or machine}{elsewhere(folder, r)})"
             wall = r.get("wall_cell") or wall  # JaxMARL's seeds on several devices: each device's
             seeds = len(r["scores"] or r.get("sampled_scores") or [])  # Mava's runs: sampled evaluations only
