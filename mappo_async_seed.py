@@ -2482,8 +2482,13 @@ class Run:
 
 
 if __name__ == "__main__":
-    args, ckpt = parse_args()
-    if args.role == "client":
-        client(args)
-    else:
-        train(args, ckpt)
+    try:
+        args, ckpt = parse_args()
+        if args.role == "client":
+            client(args)
+        else:
+            train(args, ckpt)
+    except SystemError as error:  # a stop that lands inside a C extension (numpy, JAX) comes back wrapped in this
+        if not isinstance(error.__cause__, SystemExit):
+            raise
+        sys.exit(error.__cause__.code)

@@ -1867,4 +1867,9 @@ class Run:
 
 
 if __name__ == "__main__":
-    train(*parse_args())
+    try:
+        train(*parse_args())
+    except SystemError as error:  # a stop that lands inside a C extension (numpy, JAX) comes back wrapped in this
+        if not isinstance(error.__cause__, SystemExit):
+            raise
+        sys.exit(error.__cause__.code)
