@@ -31,14 +31,17 @@
 #           every run of ours on that map: 128 envs x 128 steps (16,384 env steps per update), 128-wide layers, learning rate
 #           2e-3 annealed to 0, 4 epochs x 4 mini-batches, no entropy bonus, value loss weight 0.5, gradient norm 0.25.
 #           The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks, death masking). It evaluates
-#           every update as the others do, i.e. every 16,384 env steps instead of 3,200 -> .../smax_hard_10m_jaxcfg
+#           every update as the others do, i.e. every 16,384 env steps instead of 3,200. 27m_vs_30m too where MAPS
+#           names it (JaxMARL's own run learns that map within 1-2M env steps, the paper setting's on 1 seed of 3)
+#           -> .../smax_hard_10m_jaxcfg
 #   mavacfg: a named ablation, run only when SETTINGS names it: the paper setting with the values of Mava's SMAX sweep
 #           (rec_mappo.yaml at 82583ba, see benchmark/mava/mava_baseline.py; one config for every map; mappo_rnn.py's
 #           MAVA_SWEEP), whose own code run here climbs past our paper setting's runs on 10m_vs_11m: 128 envs x 128
 #           steps, 128-wide layers, learning rate 4e-3 constant, 2 epochs x 2 mini-batches, no entropy bonus, value loss
 #           weight 0.5, gradient norm 0.5. The rest stays ours (PopArt, Huber loss, value clip, 10-step BPTT chunks,
 #           death masking). First run on 10m_vs_11m (the runs of seeds 1-3 there name --setting tuned, which then
-#           meant these values on every map) -> .../smax_hard_10m_mavacfg
+#           meant these values on every map). 27m_vs_30m too where MAPS names it: the other marines-only hard map, where
+#           the paper setting and ent0 climb on 1 seed of 3 -> .../smax_hard_10m_mavacfg
 #   tuned:  the named setting (mappo_rnn.py --setting tuned; README.md's hard-map table), run only when SETTINGS names
 #           it: per hard map the values whose runs ended at or above every anchor, Table 12's elsewhere. On the hard maps it has
 #           the flags of another setting (tests/test_mappo_rnn.py): mavacfg on 10m_vs_11m, ent0 on 3s5z_vs_3s6z and
@@ -180,18 +183,18 @@ setting() {  # name, mode -> mappo.sh run in that mode for that setting's maps, 
     --update-epochs 2 --num-minibatches 2 --ent-coef 0 --vf-coef 0.5 --max-grad-norm 0.5"  # mappo_rnn.py's MAVA_SWEEP
   local mava_choices="--no-death-masking --no-policy-active-masks --data-chunk-length 128 --no-use-popart --no-use-huber
     --no-use-feature-norm --num-layers 1"  # the choices of Mava's rec_mappo.py that flags of ours make, but its critic's
-  local with_27m=$RUN_MAPS  # paper's and ent0's maps: 27m_vs_30m (Table 12's 5 epochs) where MAPS names it; keep: always
-  [ -z "${MAPS:-}" ] && [ "$2" != keep ] || with_27m+=" 27m_vs_30m"
+  local named_27m=""  # 27m_vs_30m (~20 h a run here) for paper, ent0, jaxcfg, mavacfg: where MAPS names it; keep: always
+  [ -z "${MAPS:-}" ] && [ "$2" != keep ] || named_27m=" 27m_vs_30m"
   case $1 in
-    paper) ENV_IDS=$with_27m EXTRA="--eval-sampled" ;;
+    paper) ENV_IDS="$RUN_MAPS$named_27m" EXTRA="--eval-sampled" ;;
     table2) ENV_IDS="5m_vs_6m 3s5z_vs_3s6z" EXTRA="--eval-sampled --num-envs 60 --update-epochs 10" ;;
-    ent0) ENV_IDS=$with_27m EXTRA="--eval-sampled --ent-coef 0" ;;  # ablation: no entropy bonus
+    ent0) ENV_IDS="$RUN_MAPS$named_27m" EXTRA="--eval-sampled --ent-coef 0" ;;  # ablation: no entropy bonus
     clip005) ENV_IDS="5m_vs_6m" EXTRA="--eval-sampled --clip-coef 0.05" ;;  # ablation: the authors' 5m_vs_6m script
     epochs5) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --update-epochs 5" ;;  # ablation: less sample reuse
-    jaxcfg) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 2e-3
+    jaxcfg) ENV_IDS="10m_vs_11m$named_27m" EXTRA="--eval-sampled --num-envs 128 --num-steps 128 --hidden-dim 128 --learning-rate 2e-3
       --critic-learning-rate 2e-3 --anneal-lr --update-epochs 4 --num-minibatches 4 --ent-coef 0 --vf-coef 0.5
       --max-grad-norm 0.25" ;;  # ablation: JaxMARL's optimisation values
-    mavacfg) ENV_IDS=$RUN_MAPS EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's sweep values, on every map
+    mavacfg) ENV_IDS="$RUN_MAPS$named_27m" EXTRA="--eval-sampled $mava" ;;  # ablation: Mava's sweep values, on every map
     tuned) ENV_IDS=$CEILING_MAPS EXTRA="--eval-sampled --setting tuned" ;;  # the named setting's own runs
     mavalike) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type ep $mava_choices" ;;  # and Mava's choices
     mavalikecl) ENV_IDS="10m_vs_11m" EXTRA="--eval-sampled $mava --state-type cl $mava_choices" ;;  # all obs to the critic

@@ -1014,8 +1014,9 @@ def test_smax_hard_refuses_a_python_without_the_repos_requirements(tmp_path):
 
 def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     """MAPS narrows each setting of ours to the maps of its own that MAPS names (a setting with none of them runs
-    nothing; 27m_vs_30m runs only where named, and is kept in any case; the tuned setting's own runs are on smax_10m.sh's
-    maps); a map that is neither stops every mode before any run (exit 2): a typo would select nothing"""
+    nothing; 27m_vs_30m runs only where named (paper, ent0, jaxcfg, mavacfg), and is kept in any case; the tuned
+    setting's own runs are on smax_10m.sh's maps); a map that is neither stops every mode before any run (exit 2): a
+    typo would select nothing"""
     repo = benchmark_copy(tmp_path)
     calls = tmp_path / "calls"
     fake = stand_in(tmp_path / "python", f"import sys\nopen({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]))\n")
@@ -1043,6 +1044,9 @@ def test_smax_hard_maps_picks_the_runs_of_our_settings(tmp_path):
     assert runs(plan("27m_vs_30m 3s5z", settings="paper tuned")) == [named[0], ("smax_hard_10m_tuned", "3s5z")]
     mavacfg = [("smax_hard_10m_mavacfg", m) for m in ("5m_vs_6m", "3s5z_vs_3s6z", "10m_vs_11m")]
     assert runs(plan("", settings="mavacfg")) == mavacfg
+    probes = [("smax_hard_10m_jaxcfg", "27m_vs_30m"), ("smax_hard_10m_mavacfg", "27m_vs_30m")]  # named only, as paper's
+    assert runs(plan("27m_vs_30m", settings="jaxcfg mavacfg")) == probes and runs(plan("", settings="jaxcfg")) == [
+        ("smax_hard_10m_jaxcfg", "10m_vs_11m")]  # fmt: skip
     paper = repo / "benchmark" / "results" / "smax_hard_10m_paper"  # keep keeps a 27m_vs_30m run without MAPS
     (paper / "runs" / "27m_vs_30m__mappo_rnn__1__7").mkdir(parents=True)
     checkpoint = dict(args=dict(num_envs=8, num_steps=400), global_step=32000, iteration=10)
