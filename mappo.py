@@ -607,12 +607,14 @@ def train(args: Args, ckpt: Optional[dict] = None):
         # episode was truncated
         truncated = seen["truncated"]
         b = {k: torch.as_tensor(v[truncated] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
+        del seen  # and with it the full final_* buffers (T,E,...): b holds the truncated steps' only
         nxt = {k: torch.as_tensor(out[k], device=device) for k in ("obs", "env_state", "alive")}
-        state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S)
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
-        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"])
+        batch = dict(obs=actor_input(b["obs"], agent_ids), avail=b["avail"], alive=b["alive"])
+        batch["state"] = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         batch.update(actions=b["actions"], logprobs=b["logprobs"])  # (T,E,A,...) each
+        del b["obs"]  # from here on in the batch only, as the actor's and the critic's inputs
         if args.acting_rows_only:  # the player to move's rows only: A becomes 1 from here on
             batch = {k: to_move(v, b["alive"]) for k, v in batch.items()}
             final_state = to_move(final_state, b["final_alive"])

@@ -1159,12 +1159,15 @@ def train(args: Args, ckpt: Optional[dict] = None):
         # episode was truncated
         truncated = seen["truncated"]
         b = {k: torch.as_tensor(v[truncated] if k.startswith("final_") else v, device=device) for k, v in seen.items()}
+        del seen  # and with it the full final_* buffers (T,E,...): b holds the truncated steps' only
         nxt = {k: torch.as_tensor(out[k], device=device) for k in ("obs", "env_state", "alive")}
-        state = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         final_state = critic_state(b["final_obs"], b["final_state"], b["final_alive"])  # (n,A,S)
         next_state = critic_state(nxt["obs"], nxt["env_state"], nxt["alive"])  # (E,A,S)
-        batch = dict(obs=actor_input(b["obs"], agent_ids), state=state, avail=b["avail"], alive=b["alive"])
+        batch = dict(obs=actor_input(b["obs"], agent_ids), avail=b["avail"], alive=b["alive"])
+        # in the batch only, so the chunking below frees the unchunked copy (the largest tensor)
+        batch["state"] = critic_state(b["obs"], b["env_state"], b["alive"])  # (T,E,A,S)
         batch.update(actions=b["actions"], logprobs=b["logprobs"])  # (T,E,A,...) each
+        del b["obs"]  # from here on in the batch only, as the actor's and the critic's inputs
         with torch.no_grad():
             # the critic over the whole rollout in one scan (it did not change during it), then
             # GAE. Step t begins an episode where step t-1 ended one: derived from the dones, so
@@ -1174,7 +1177,7 @@ def train(args: Args, ckpt: Optional[dict] = None):
             starts = begins.unsqueeze(-1).expand(T, E, A)  # (T,E,A)
             h0 = critic_h[envs]  # (E,A,H) this rollout's envs' critic states, one gather
             # V(s_t) in return units, and the critic's states after each step
-            values, critic_out = critic.value(state, h0, starts)  # (T,E,A), (T,E,A,H)
+            values, critic_out = critic.value(batch["state"], h0, starts)  # (T,E,A), (T,E,A,H)
             critic_hs = torch.cat([h0[None], critic_out[:-1]])  # (T,E,A,H) entering step t
             final_values, next_value = bootstrap_values(critic, critic_out, final_state, next_state, done[-1], b["truncated"])
             # carried into the next rollout
